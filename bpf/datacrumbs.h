@@ -1,0 +1,69 @@
+/* datacrumbs.h: the event layout and attach-cookie encoding shared by the BPF programs
+ * (bpf/NAME.bpf.c) and the user side (core/). Plain fixed-size types only; no logic. */
+#ifndef DATACRUMBS_H
+#define DATACRUMBS_H
+
+#define DC_MAX_ARGS   6     /* integer/pointer arguments kept per call (x86-64 SysV regs) */
+#define DC_PATH_MAX   4096  /* bytes of a path string captured per call (PATH_MAX) */
+#define DC_MAX_DEPTH  16    /* nested probed calls per thread kept in the entry stack */
+#define DC_IOV_MAX    64    /* iovec entries summed for readv/writev-style calls */
+
+/* Record kinds on the ring buffer. */
+enum dc_kind {
+	DC_EV_CALL = 1, /* a probed call returned: one complete event */
+	DC_EV_FORK = 2, /* a traced process created a process: pid = child tgid, args[0] = parent tgid */
+	DC_EV_EXEC = 3, /* a traced process exec'd: path = new image's file name */
+	DC_EV_EXIT = 4, /* the last thread of a traced process exited: args[0] = exit_code (wait status) */
+};
+
+/* Attach cookie (bpf_get_attach_cookie, kernel >= 5.15) given to each uprobe/uretprobe:
+ *   bits  0..15  probe index in the user-side probe table
+ *   bits 16..19  1 + index of the argument that is a path string (0: none)
+ *   bits 20..23  1 + index of the argument that is a struct iovec * (0: none)
+ *   bits 24..27  1 + index of the argument that is the iovec count
+ */
+#define DC_COOKIE(probe, path1, iov1, iovcnt1) \
+	((unsigned long long)(probe) | ((unsigned long long)(path1) << 16) | \
+	 ((unsigned long long)(iov1) << 20) | ((unsigned long long)(iovcnt1) << 24))
+#define DC_COOKIE_PROBE(c)  ((unsigned int)((c) & 0xffff))
+#define DC_COOKIE_PATH(c)   ((unsigned int)(((c) >> 16) & 0xf))
+#define DC_COOKIE_IOV(c)    ((unsigned int)(((c) >> 20) & 0xf))
+#define DC_COOKIE_IOVCNT(c) ((unsigned int)(((c) >> 24) & 0xf))
+
+/* One ring buffer record. Calls with a path argument are followed in the same record by
+ * path_len bytes of the string (NUL included); the record is then struct dc_path_event. */
+struct dc_event {
+	unsigned int kind;        /* enum dc_kind */
+	unsigned int probe;       /* probe index (DC_COOKIE_PROBE) */
+	unsigned int pid;         /* tgid of the process */
+	unsigned int tid;         /* thread id */
+	unsigned long long ts;    /* call entry (or record time), CLOCK_MONOTONIC ns */
+	unsigned long long dur;   /* call duration, ns */
+	unsigned long long id;    /* call id, unique per tgid, counts from 1 */
+	unsigned long long parent;/* id of the enclosing probed call on this thread, 0: none */
+	unsigned int level;       /* nesting depth, 1 = outermost probed call on the thread */
+	unsigned int path_len;    /* bytes of path that follow, 0: none */
+	long long ret;            /* return value (rax) */
+	unsigned long long iov_bytes; /* sum of iov_len over the iovec argument, if any */
+	unsigned long long args[DC_MAX_ARGS]; /* raw argument registers at entry */
+};
+
+struct dc_path_event {
+	struct dc_event e;
+	char path[DC_PATH_MAX];
+};
+
+/* Per-process state kept in the `traced` map, keyed by tgid. */
+struct dc_proc {
+	unsigned long long next_id; /* next call id of this process */
+};
+
+/* Counters in the `stats` per-CPU array (user side sums them over CPUs). */
+enum dc_stat {
+	DC_STAT_LOST = 0,      /* records the ring buffer had no room for */
+	DC_STAT_DEEP = 1,      /* calls nested deeper than DC_MAX_DEPTH (not recorded) */
+	DC_STAT_UNPAIRED = 2,  /* returns with no matching entry (attached mid-call) */
+	DC_STAT_NR = 3,
+};
+
+#endif

@@ -1,0 +1,58 @@
+/* attach.h: the BPF side's lifetime: load the programs, attach uprobes with their attach
+ * cookies and the process-tracking tracepoints, mark tgids traced, detach everything. */
+#ifndef DC_ATTACH_H
+#define DC_ATTACH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "datacrumbs.h"
+#include "probes.h"
+
+/* One attached function: what the attach cookie's probe index stands for. */
+struct dc_probe {
+	const struct dc_layer *layer;
+	const struct dc_func *func;
+	char library[512];   /* the file the uprobe sits in */
+	uint64_t offset;     /* file offset of the function */
+	int hidden;          /* attached only to keep the fd tables right: no event written */
+};
+
+struct dc_bpf;
+
+/* Opens and loads the BPF object with a ring buffer of `ringbuf_bytes` (a power of two,
+ * >= 4096) and attaches the sched_process_{fork,exec,exit} tracepoints (tp_btf).
+ * Returns NULL with a one-line reason in err (no BTF, missing privileges, verifier). */
+struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, char *err, size_t errlen);
+
+/* Marks tgid as traced: its calls are recorded and its future children are followed.
+ * Returns 0, or -1 with errno. */
+int dc_bpf_trace_pid(struct dc_bpf *b, int tgid);
+
+/* Adds a probe for func of layer at `offset` in `library` to the probe table, unless
+ * that (library, offset) already has one (glibc aliases: read/__read share an address;
+ * the first added names the events). hidden=1: the calls only update the fd tables (a
+ * later non-hidden add of the same address makes it visible). Returns the probe index,
+ * or -1 when the table is full (65536 probes). */
+int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
+		     const struct dc_func *func, const char *library, uint64_t offset,
+		     int hidden);
+
+/* Attaches a uprobe and a uretprobe for every probe added and not yet attached.
+ * A probe that fails to attach is reported on stderr and skipped. Returns the number of
+ * functions attached, or -1 with err when none could be. */
+int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen);
+
+/* The probe table, indexed by DC_COOKIE_PROBE of an event. */
+const struct dc_probe *dc_bpf_probe(const struct dc_bpf *b, unsigned idx);
+unsigned dc_bpf_nprobes(const struct dc_bpf *b);
+
+/* File descriptor of the ring buffer map (for ring_buffer__new). */
+int dc_bpf_ringbuf_fd(const struct dc_bpf *b);
+
+/* Sums the per-CPU enum dc_stat counters into out. */
+void dc_bpf_stats(const struct dc_bpf *b, uint64_t out[DC_STAT_NR]);
+
+/* Detaches every program and frees the object; no link or uprobe is left behind. */
+void dc_bpf_close(struct dc_bpf *b);
+
+#endif

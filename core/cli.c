@@ -1,0 +1,176 @@
+/* cli.c: parses `datacrumbs [run] ...` into struct dc_opts and prints --help texts,
+ * following perf/strace conventions (options, SCRIPT, then -- CMD ARGS). */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char main_help[] =
+"usage: datacrumbs COMMAND [ARGS]\n"
+"\n"
+"An eBPF I/O tracer for HPC applications, scripted in Lua. It writes DFTracer traces\n"
+"(.pfw.gz) that DFTracer's analyzers and Perfetto read.\n"
+"\n"
+"commands:\n"
+"  run [OPTIONS] SCRIPT [SCRIPT-ARGS] -- CMD [ARGS...]   trace CMD and its children\n"
+"  run [OPTIONS] SCRIPT [SCRIPT-ARGS] -p PID             trace a running process\n"
+"  version                                               print the version\n"
+"\n"
+"  datacrumbs run --help      the options of run\n"
+"\n"
+"SCRIPT is found as a path, then in $DATACRUMBS_SCRIPT_PATH, then in the installed\n"
+"scripts directory (e.g. io_posix.lua). Needs root, or CAP_BPF and CAP_PERFMON.\n";
+
+static const char run_help[] =
+"usage: datacrumbs run [OPTIONS] SCRIPT [SCRIPT-ARGS] -- CMD [ARGS...]\n"
+"       datacrumbs run [OPTIONS] SCRIPT [SCRIPT-ARGS] -p PID\n"
+"\n"
+"Runs SCRIPT (Lua 5.4), which declares the functions to probe, attaches the probes,\n"
+"then starts CMD, so that none of its calls is missed. CMD and every process and thread\n"
+"it creates are traced, nothing else. Ends when CMD ends, and exits with CMD's exit\n"
+"status (128+N if it died of signal N, 127 if it could not be executed). Ctrl-C or\n"
+"SIGTERM reach CMD as from a shell; the trace is still finished.\n"
+"\n"
+"options (anywhere before --):\n"
+"  -o, --output PATH        a directory (the trace is <exec>-<host>-<pid>.pfw.gz in it)\n"
+"                           or a file name; default: the current directory\n"
+"  -p, --pid PID            trace running process PID (all its threads and future\n"
+"                           children) until it exits or Ctrl-C\n"
+"      --no-compress        write plain .pfw instead of .pfw.gz\n"
+"      --buffer-size BYTES  ring buffer size, K/M/G suffixes, power of two\n"
+"                           (default 16M); a full buffer loses events and the trace\n"
+"                           counts them\n"
+"      --flush-interval MS  ms between gzip members written to disk (default 1000):\n"
+"                           what a killed run can lose at most\n"
+"  -q, --quiet              no summary line at the end\n"
+"  -h, --help               this text\n"
+"\n"
+"Other arguments after SCRIPT are the script's own (the Lua global `arg`).\n"
+"exit status: CMD's; 125 when datacrumbs itself fails; 2 on a usage error.\n";
+
+static int usage_error(const char *fmt, const char *what)
+{
+	fprintf(stderr, "datacrumbs: ");
+	fprintf(stderr, fmt, what);
+	fprintf(stderr, " (see 'datacrumbs run --help')\n");
+	return 2;
+}
+
+/* Parses a size with an optional K/M/G suffix; 0 on error. */
+static size_t parse_size(const char *s)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return 0;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	return *end ? 0 : (size_t)v;
+}
+
+/* The value of option `name` at argv[*i] (as "--opt=V" or "--opt V"); NULL if missing. */
+static const char *opt_value(int argc, char **argv, int *i, const char *eq)
+{
+	if (eq)
+		return eq + 1;
+	if (*i + 1 >= argc)
+		return NULL;
+	return argv[++*i];
+}
+
+int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->compress = 1;
+	o->ringbuf_bytes = 16u << 20;
+	o->flush_ms = 1000;
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+	    !strcmp(argv[1], "help")) {
+		fputs(main_help, argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 1;
+	}
+	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
+		printf("datacrumbs %s\n", DC_VERSION);
+		return 1;
+	}
+	if (strcmp(argv[1], "run"))
+		return usage_error("unknown command '%s'", argv[1]);
+
+	o->script_args = calloc(argc + 1, sizeof(char *));
+	if (!o->script_args)
+		return usage_error("%s", "out of memory");
+	int nsargs = 0;
+	for (int i = 2; i < argc; i++) {
+		char *a = argv[i];
+		if (!strcmp(a, "--")) {
+			if (i + 1 >= argc)
+				return usage_error("%s", "no command after --");
+			o->cmd = &argv[i + 1];
+			break;
+		}
+		const char *eq = a[0] == '-' && a[1] == '-' ? strchr(a, '=') : NULL;
+		size_t n = eq ? (size_t)(eq - a) : strlen(a);
+#define IS(s) (strlen(s) == n && !strncmp(a, s, n))
+		if (IS("-h") || IS("--help")) {
+			fputs(run_help, stdout);
+			return 1;
+		} else if (IS("-o") || IS("--output")) {
+			if (!(o->output = opt_value(argc, argv, &i, eq)) || !*o->output)
+				return usage_error("%s needs a path", a);
+		} else if (IS("-p") || IS("--pid")) {
+			const char *v = opt_value(argc, argv, &i, eq);
+			char *end;
+			long pid = v ? strtol(v, &end, 10) : 0;
+			if (!v || *end || pid <= 0 || pid > 0x3fffffff)
+				return usage_error("-p needs a process id, got '%s'", v ? v : "");
+			o->pid = pid;
+		} else if (IS("--no-compress")) {
+			o->compress = 0;
+		} else if (IS("--buffer-size")) {
+			const char *v = opt_value(argc, argv, &i, eq);
+			size_t sz = v ? parse_size(v) : 0;
+			if (sz < 4096 || (sz & (sz - 1)) || sz > (1ul << 30))
+				return usage_error("--buffer-size must be a power of two from 4K "
+						   "to 1G, got '%s'", v ? v : "");
+			o->ringbuf_bytes = sz;
+		} else if (IS("--flush-interval")) {
+			const char *v = opt_value(argc, argv, &i, eq);
+			char *end;
+			long ms = v ? strtol(v, &end, 10) : 0;
+			if (!v || *end || ms < 10 || ms > 3600000)
+				return usage_error("--flush-interval needs milliseconds (10 to "
+						   "3600000), got '%s'", v ? v : "");
+			o->flush_ms = ms;
+		} else if (IS("-q") || IS("--quiet")) {
+			o->quiet = 1;
+		} else if (!o->script) {
+			if (a[0] == '-')
+				return usage_error("unknown option '%s'", a);
+			o->script = a;
+		} else {
+			o->script_args[nsargs++] = a; /* the script's own */
+		}
+#undef IS
+	}
+	if (!o->script)
+		return usage_error("%s", "no SCRIPT given (e.g. io_posix.lua)");
+	if (!o->cmd && !o->pid)
+		return usage_error("%s", "nothing to trace: give -- CMD [ARGS] or -p PID");
+	if (o->cmd && o->pid)
+		return usage_error("%s", "give either -- CMD or -p PID, not both");
+	return 0;
+}
+
+void dc_cli_free(struct dc_opts *o)
+{
+	free(o->script_args);
+	o->script_args = NULL;
+}

@@ -1,0 +1,27 @@
+/* cli.h: the command line: commands, options, help texts. Parsing only; running a
+ * command is session.c's job. */
+#ifndef DC_CLI_H
+#define DC_CLI_H
+
+#include <stddef.h>
+
+struct dc_opts {
+	const char *script;       /* SCRIPT as given */
+	char **script_args;       /* args after SCRIPT that are not ours, NULL-terminated */
+	char **cmd;               /* CMD ARGS after "--", NULL-terminated; NULL with -p */
+	int pid;                  /* -p PID, 0: start CMD */
+	const char *output;       /* -o PATH, NULL: current directory */
+	int compress;             /* 1: .pfw.gz (default), 0: --no-compress */
+	size_t ringbuf_bytes;     /* --buffer-size, bytes (power of two) */
+	unsigned flush_ms;        /* --flush-interval, ms between gzip members */
+	int quiet;                /* -q: no summary line */
+};
+
+/* Parses `datacrumbs ARGS`. Returns 0 when o is ready for `run`; 1 when help or the
+ * version was printed (exit 0); 2 after printing a one-line usage error (exit 2). */
+int dc_cli_parse(int argc, char **argv, struct dc_opts *o);
+
+/* Frees what dc_cli_parse allocated. */
+void dc_cli_free(struct dc_opts *o);
+
+#endif

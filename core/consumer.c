@@ -1,0 +1,398 @@
+/* consumer.c: ring buffer records -> trace records: fd/path bookkeeping per process,
+ * args named by the probe description, the script's callback, then the writer. */
+#include "consumer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+
+#include "fdtable.h"
+#include "record.h"
+
+#define NAME_SLOTS 4096  /* open addressing; pids and threads seen, grows by rehash */
+
+struct seen {
+	uint64_t key;   /* pid << 32 | tid, 0: empty */
+	char name[48];  /* process name (tid 0 entries) */
+};
+
+struct dc_consumer {
+	struct ring_buffer *rb;
+	struct dc_bpf *bpf;
+	struct dc_writer *w;
+	struct dc_script *script;
+	int64_t mono_to_real_ns;
+	int failed;
+	uint64_t written, dropped, own_ids;
+	struct seen *seen;
+	size_t nseen, capseen;
+	struct dc_record rec;      /* reused for every event */
+	char path[DC_PATH_MAX * 2];
+};
+
+static uint64_t hash64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	return k;
+}
+
+/* Finds or adds the seen-slot for key; *added tells whether it is new. */
+static struct seen *seen_slot(struct dc_consumer *c, uint64_t key, int *added)
+{
+	if ((c->nseen + 1) * 2 > c->capseen) {
+		size_t cap = c->capseen ? c->capseen * 2 : NAME_SLOTS;
+		struct seen *n = calloc(cap, sizeof(*n));
+		if (!n) {
+			perror("datacrumbs: out of memory");
+			abort();
+		}
+		for (size_t i = 0; i < c->capseen; i++) {
+			if (!c->seen[i].key)
+				continue;
+			size_t j = hash64(c->seen[i].key) & (cap - 1);
+			while (n[j].key)
+				j = (j + 1) & (cap - 1);
+			n[j] = c->seen[i];
+		}
+		free(c->seen);
+		c->seen = n;
+		c->capseen = cap;
+	}
+	size_t j = hash64(key) & (c->capseen - 1);
+	while (c->seen[j].key && c->seen[j].key != key)
+		j = (j + 1) & (c->capseen - 1);
+	*added = !c->seen[j].key;
+	if (*added) {
+		c->seen[j].key = key;
+		c->nseen++;
+	}
+	return &c->seen[j];
+}
+
+/* Names process pid (process_name record) and remembers the name for its children. */
+static void name_process(struct dc_consumer *c, int pid, const char *name)
+{
+	int added;
+	struct seen *s = seen_slot(c, (uint64_t)pid << 32, &added);
+	if (!added && !strcmp(s->name, name))
+		return;
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	dc_writer_meta(c->w, "process_name", pid, pid, s->name, "process_name");
+}
+
+/* Writes a thread_name record the first time a thread is seen. */
+static void see_thread(struct dc_consumer *c, int pid, int tid)
+{
+	int added;
+	seen_slot(c, (uint64_t)pid << 32 | (uint32_t)tid, &added);
+	if (added) {
+		char name[16];
+		snprintf(name, sizeof(name), "%d", tid);
+		dc_writer_meta(c->w, "thread_name", pid, tid, name, "thread_name");
+	}
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+/* Serializes a record: FH record for its path first, then the complete event. */
+static void write_record(struct dc_consumer *c, const struct dc_record *r)
+{
+	const char *fh = r->path ? dc_writer_file(c->w, r->pid, r->tid, r->path) : NULL;
+	dc_writer_begin(c->w, r->id, r->name, r->cat, r->pid, r->tid, r->ts_us, r->dur_us);
+	if (r->level > 0) {
+		dc_writer_arg_int(c->w, "level", r->level);
+		dc_writer_arg_int(c->w, "p_idx", r->p_idx);
+	}
+	if (fh)
+		dc_writer_arg_str(c->w, "fhash", fh);
+	for (int i = 0; i < r->nargs; i++) {
+		if (r->args[i].is_str)
+			dc_writer_arg_str(c->w, r->args[i].key, r->args[i].s);
+		else
+			dc_writer_arg_int(c->w, r->args[i].key, r->args[i].i);
+	}
+	dc_writer_end(c->w);
+}
+
+/* The path of fd in process pid: from the calls we saw, else (an fd opened by a call we
+ * do not probe, e.g. glibc's internal __open_nocancel) from /proc/PID/fd/FD while the
+ * process still has it, remembered from then on. NULL when neither knows. */
+static const char *fd_path(struct dc_proc_files *pf, int pid, int fd)
+{
+	const char *p = dc_files_fd(pf, fd);
+	if (p || fd < 0)
+		return p;
+	char link[64], target[DC_PATH_MAX];
+	snprintf(link, sizeof(link), "/proc/%d/fd/%d", pid, fd);
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	if (n <= 0 || target[0] != '/')
+		return NULL;
+	target[n] = 0;
+	dc_files_set_fd(pf, fd, target);
+	return dc_files_fd(pf, fd);
+}
+
+/* Was the call successful, judging by its return value? */
+static int call_ok(const struct dc_func *f, int64_t ret)
+{
+	return f->ret_kind == DC_RET_POINTER ? (ret != 0 && ret != -1) : ret >= 0;
+}
+
+/* Applies what a successful call does to the process's fds, DIR streams and cwd. */
+static void apply_effect(struct dc_proc_files *pf, const struct dc_func *f,
+			 const struct dc_event *e, int64_t ret, const char *path, int fdi)
+{
+	int64_t fd = fdi >= 0 ? (int)e->args[fdi] : -1;
+	const char *fdpath = fdi >= 0 ? dc_files_fd(pf, fd) : NULL;
+	switch (f->effect) {
+	case DC_FX_OPEN:
+		dc_files_set_fd(pf, ret, path);
+		break;
+	case DC_FX_CLOSE:
+		dc_files_set_fd(pf, fd, NULL);
+		break;
+	case DC_FX_DUP:
+		dc_files_set_fd(pf, ret, fdpath);
+		break;
+	case DC_FX_DUP2:
+		if ((int)e->args[1] != fd)
+			dc_files_set_fd(pf, (int)e->args[1], fdpath);
+		break;
+	case DC_FX_FCNTL:
+		if ((int)e->args[1] == F_DUPFD || (int)e->args[1] == F_DUPFD_CLOEXEC)
+			dc_files_set_fd(pf, ret, fdpath);
+		break;
+	case DC_FX_CHDIR:
+		if (path)
+			dc_files_set_cwd(pf, path);
+		break;
+	case DC_FX_FCHDIR:
+		if (fdpath)
+			dc_files_set_cwd(pf, fdpath);
+		break;
+	case DC_FX_OPENDIR:
+		dc_files_set_dir(pf, (uint64_t)ret, path);
+		break;
+	case DC_FX_FDOPENDIR:
+		dc_files_set_dir(pf, (uint64_t)ret, fdpath);
+		break;
+	case DC_FX_CLOSEDIR:
+		for (int i = 0; i < f->nargs; i++)
+			if (f->args[i].kind == DC_ARG_DIR)
+				dc_files_set_dir(pf, e->args[i], NULL);
+		break;
+	case DC_FX_NONE:
+		break;
+	}
+}
+
+/* A returned call: decode its args by the probe description, then write it. */
+static void on_call(struct dc_consumer *c, const struct dc_event *e, const char *epath)
+{
+	const struct dc_probe *pr = dc_bpf_probe(c->bpf, e->probe);
+	if (!pr)
+		return;
+	const struct dc_func *f = pr->func;
+	struct dc_proc_files *pf = dc_files_get(e->pid);
+	struct dc_record *r = &c->rec;
+	r->id = e->id;
+	r->name = f->name;
+	r->cat = pr->layer->name;
+	r->pid = e->pid;
+	r->tid = e->tid;
+	r->ts_us = (e->ts + c->mono_to_real_ns) / 1000;
+	r->dur_us = e->dur / 1000;
+	r->level = e->level;
+	r->p_idx = e->parent ? (int64_t)e->parent : -1;
+	r->path = NULL;
+	r->nargs = 0;
+	r->used = 0;
+
+	int fdi = -1, dirfdi = -1, diri = -1, flagsi = -1;
+	for (int i = 0; i < f->nargs; i++)
+		if (f->args[i].kind == DC_ARG_UINT && !strcmp(f->args[i].name, "flags"))
+			flagsi = i;
+	for (int i = 0; i < f->nargs; i++) {
+		const struct dc_arg *a = &f->args[i];
+		uint64_t v = e->args[i];
+		switch (a->kind) {
+		case DC_ARG_FD:
+			if (fdi < 0)
+				fdi = i;
+			dc_rec_int(r, a->name, (int)v);
+			break;
+		case DC_ARG_DIRFD:
+			dirfdi = i;
+			dc_rec_int(r, a->name, (int)v);
+			break;
+		case DC_ARG_INT:
+		case DC_ARG_IOVCNT:
+			dc_rec_int(r, a->name, (int)v);
+			break;
+		case DC_ARG_UINT:
+			dc_rec_int(r, a->name, (unsigned int)v);
+			break;
+		case DC_ARG_LONG:
+			dc_rec_int(r, a->name, (int64_t)v);
+			break;
+		case DC_ARG_MODE: /* open(2): mode is read only with O_CREAT or O_TMPFILE */
+			if (flagsi < 0 || (e->args[flagsi] & (O_CREAT | __O_TMPFILE)))
+				dc_rec_int(r, a->name, (unsigned int)v);
+			break;
+		case DC_ARG_IOV:
+			dc_rec_int(r, "count", (int64_t)e->iov_bytes);
+			break;
+		case DC_ARG_DIR:
+			diri = i;
+			break;
+		case DC_ARG_PATH:
+		case DC_ARG_NONE:
+			break;
+		}
+	}
+	int64_t ret = f->ret_kind == DC_RET_INT ? (int)e->ret : e->ret;
+	dc_rec_int(r, "ret", ret);
+
+	if (epath) {
+		r->path = dc_files_resolve(pf, dirfdi >= 0, dirfdi >= 0 ? (int)e->args[dirfdi] : 0,
+					   epath, c->path, sizeof(c->path));
+	} else if (fdi >= 0) {
+		r->path = fd_path(pf, e->pid, (int)e->args[fdi]);
+	} else if (diri >= 0) {
+		r->path = dc_files_dir(pf, e->args[diri]);
+	}
+	if (r->path) { /* the fd table may change below: keep our own copy */
+		const char *k = dc_rec_keep(r, r->path, strlen(r->path));
+		r->path = k;
+	}
+	if (f->effect != DC_FX_NONE && call_ok(f, ret))
+		apply_effect(pf, f, e, ret, r->path, fdi);
+	if (pr->hidden)
+		return;
+
+	see_thread(c, r->pid, r->tid);
+	if (c->script && dc_script_wants_events(c->script) && !dc_script_event(c->script, r)) {
+		c->dropped++;
+		return;
+	}
+	write_record(c, r);
+	c->written++;
+}
+
+/* A fork, exec or exit of a traced process. */
+static void on_process(struct dc_consumer *c, const struct dc_event *e, const char *epath)
+{
+	int added;
+	switch (e->kind) {
+	case DC_EV_FORK: {
+		struct seen *parent = seen_slot(c, (uint64_t)e->args[0] << 32, &added);
+		char name[48];
+		snprintf(name, sizeof(name), "%s", parent->name);
+		dc_files_fork((int)e->args[0], e->pid);
+		name_process(c, e->pid, name[0] ? name : "?");
+		break;
+	}
+	case DC_EV_EXEC:
+		if (epath)
+			name_process(c, e->pid, base_name(epath));
+		break;
+	case DC_EV_EXIT:
+		dc_files_exit(e->pid);
+		break;
+	}
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct dc_consumer *c = ctx;
+	const struct dc_event *e = data;
+	if (size < sizeof(*e) || c->failed)
+		return 0;
+	const char *path = NULL;
+	if (e->path_len > 0 && e->path_len <= DC_PATH_MAX &&
+	    size >= sizeof(struct dc_path_event)) {
+		/* the ring buffer is mapped read-only; BPF NUL-terminates the string */
+		const struct dc_path_event *pe = data;
+		if (pe->path[e->path_len - 1] == 0)
+			path = pe->path;
+	}
+	if (e->kind == DC_EV_CALL)
+		on_call(c, e, path);
+	else
+		on_process(c, e, path);
+	return 0;
+}
+
+struct dc_consumer *dc_consumer_new(struct dc_bpf *b, struct dc_writer *w,
+				    struct dc_script *script, int64_t mono_to_real_ns,
+				    char *err, size_t errlen)
+{
+	struct dc_consumer *c = calloc(1, sizeof(*c));
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	c->bpf = b;
+	c->w = w;
+	c->script = script;
+	c->mono_to_real_ns = mono_to_real_ns;
+	c->rb = ring_buffer__new(dc_bpf_ringbuf_fd(b), on_record, c, NULL);
+	if (!c->rb) {
+		snprintf(err, errlen, "cannot open the ring buffer: %s", strerror(errno));
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+int dc_consumer_fd(const struct dc_consumer *c)
+{
+	return ring_buffer__epoll_fd(c->rb);
+}
+
+int dc_consumer_drain(struct dc_consumer *c)
+{
+	int n = ring_buffer__consume(c->rb);
+	return n < 0 ? -1 : n;
+}
+
+void dc_consumer_add_process(struct dc_consumer *c, int pid, const char *name)
+{
+	dc_files_from_proc(pid);
+	name_process(c, pid, name);
+}
+
+uint64_t dc_consumer_written(const struct dc_consumer *c)
+{
+	return c->written;
+}
+
+uint64_t dc_consumer_dropped(const struct dc_consumer *c)
+{
+	return c->dropped;
+}
+
+uint64_t dc_consumer_own_id(struct dc_consumer *c)
+{
+	return (1ULL << 40) + ++c->own_ids;
+}
+
+void dc_consumer_free(struct dc_consumer *c)
+{
+	if (!c)
+		return;
+	ring_buffer__free(c->rb);
+	free(c->seen);
+	free(c);
+	dc_files_clear();
+}

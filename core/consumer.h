@@ -1,0 +1,41 @@
+/* consumer.h: the ring buffer consumer: turns BPF records into trace records (paths from
+ * the fd tables, args by the probe description), runs the script callback, writes them. */
+#ifndef DC_CONSUMER_H
+#define DC_CONSUMER_H
+
+#include <stdint.h>
+#include "attach.h"
+#include "lua_api.h"
+#include "writer.h"
+
+struct dc_consumer;
+
+/* Creates the consumer of b's ring buffer. mono_to_real_ns is added to the kernel's
+ * CLOCK_MONOTONIC timestamps to get CLOCK_REALTIME. script may be NULL. Returns NULL
+ * with err on failure. */
+struct dc_consumer *dc_consumer_new(struct dc_bpf *b, struct dc_writer *w,
+				    struct dc_script *script, int64_t mono_to_real_ns,
+				    char *err, size_t errlen);
+
+/* The epoll file descriptor that is readable when records wait (ring_buffer__epoll_fd). */
+int dc_consumer_fd(const struct dc_consumer *c);
+
+/* Consumes every waiting record. Returns the number consumed, or -1 when the writer
+ * failed (errno set; the trace is cut from here on). */
+int dc_consumer_drain(struct dc_consumer *c);
+
+/* A process traced from the start of the run (the command, or -p PID): names it
+ * (process_name record) and seeds its fd table from /proc (inherited fds, cwd). */
+void dc_consumer_add_process(struct dc_consumer *c, int pid, const char *name);
+
+/* Call events written, and dropped by the script, so far. */
+uint64_t dc_consumer_written(const struct dc_consumer *c);
+uint64_t dc_consumer_dropped(const struct dc_consumer *c);
+
+/* An id for a record of the tracer's own (start, end): unique within any pid, as BPF
+ * ids count from 1 and these from 2^40. */
+uint64_t dc_consumer_own_id(struct dc_consumer *c);
+
+void dc_consumer_free(struct dc_consumer *c);
+
+#endif

@@ -1,0 +1,42 @@
+/* elfsym.h: ELF symbol resolution with libelf: which shared libraries a binary loads and
+ * where a function lives in a file (the file offset a uprobe attaches at). */
+#ifndef DC_ELFSYM_H
+#define DC_ELFSYM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Finds the file of the shared library whose soname starts with `prefix` (e.g. "libc.so")
+ * that `binary` loads, searching as the dynamic loader does (ld.so(8)): DT_NEEDED entries
+ * breadth-first over the binary and its libraries, each looked up in DT_RPATH (when no
+ * DT_RUNPATH), LD_LIBRARY_PATH, DT_RUNPATH, /etc/ld.so.conf(.d) dirs, then the default
+ * dirs; $ORIGIN is expanded. A `#!` script resolves through its interpreter.
+ * `binary` may be a bare command name, looked up in PATH like execvp(3).
+ * Returns 0 with the library's real path in out; 1 when the binary does not load such a
+ * library (static binary); -1 on error, with a one-line reason in err. */
+int dc_elf_find_library(const char *binary, const char *prefix, char *out, size_t outlen,
+			char *err, size_t errlen);
+
+/* Resolves `binary` as execvp(3) would (PATH search when it has no '/') to an absolute
+ * path. Returns 0, or -1 with err ("CMD: not found" / "not executable"). */
+int dc_elf_which(const char *binary, char *out, size_t outlen, char *err, size_t errlen);
+
+/* A set of symbols from one ELF file: .dynsym, and .symtab when present. */
+struct dc_elf_syms;
+
+/* Loads the function symbols of `path`. Returns NULL with err on failure. */
+struct dc_elf_syms *dc_elf_syms_open(const char *path, char *err, size_t errlen);
+
+/* Looks up a defined function symbol by exact name (the default version, `name@@VER`,
+ * wins over hidden ones). Returns the file offset to attach a uprobe at (st_value
+ * mapped through the PT_LOAD segment that holds it), or 0 when the symbol is not there. */
+uint64_t dc_elf_sym_offset(const struct dc_elf_syms *s, const char *name);
+
+/* Calls fn(name, offset, arg) for each defined function whose name matches the fnmatch(3)
+ * glob; stops when fn returns non-zero. Returns the number of calls made. */
+int dc_elf_sym_glob(const struct dc_elf_syms *s, const char *glob,
+		    int (*fn)(const char *name, uint64_t offset, void *arg), void *arg);
+
+void dc_elf_syms_close(struct dc_elf_syms *s);
+
+#endif

@@ -1,0 +1,293 @@
+/* fdtable.c: per-process fd, DIR-stream and cwd tables of the traced processes.
+ * Fed by the consumer in event order; knows nothing of BPF or the trace format. */
+#include "fdtable.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct dir_entry {
+	uint64_t dirp;
+	char *path;
+};
+
+struct dc_proc_files {
+	int pid;
+	char *cwd;
+	char **fds;      /* indexed by fd, NULL: unknown */
+	long nfds;
+	struct dir_entry *dirs;
+	int ndirs, capdirs;
+	struct dc_proc_files *next; /* hash chain */
+};
+
+#define NBUCKETS 1024
+static struct dc_proc_files *buckets[NBUCKETS];
+
+static struct dc_proc_files **slot_of(int pid)
+{
+	struct dc_proc_files **pp = &buckets[(unsigned)pid % NBUCKETS];
+	while (*pp && (*pp)->pid != pid)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static char *xstrdup(const char *s)
+{
+	char *d = strdup(s);
+	if (!d) {
+		perror("datacrumbs: out of memory");
+		abort();
+	}
+	return d;
+}
+
+static void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n);
+	if (!p) {
+		perror("datacrumbs: out of memory");
+		abort();
+	}
+	return p;
+}
+
+struct dc_proc_files *dc_files_find(int pid)
+{
+	return *slot_of(pid);
+}
+
+struct dc_proc_files *dc_files_get(int pid)
+{
+	struct dc_proc_files **pp = slot_of(pid);
+	if (!*pp) {
+		struct dc_proc_files *p = calloc(1, sizeof(*p));
+		if (!p) {
+			perror("datacrumbs: out of memory");
+			abort();
+		}
+		p->pid = pid;
+		p->cwd = xstrdup("/");
+		*pp = p;
+	}
+	return *pp;
+}
+
+static void free_proc(struct dc_proc_files *p)
+{
+	for (long i = 0; i < p->nfds; i++)
+		free(p->fds[i]);
+	for (int i = 0; i < p->ndirs; i++)
+		free(p->dirs[i].path);
+	free(p->fds);
+	free(p->dirs);
+	free(p->cwd);
+	free(p);
+}
+
+void dc_files_exit(int pid)
+{
+	struct dc_proc_files **pp = slot_of(pid);
+	struct dc_proc_files *p = *pp;
+	if (!p)
+		return;
+	*pp = p->next;
+	free_proc(p);
+}
+
+void dc_files_clear(void)
+{
+	for (int b = 0; b < NBUCKETS; b++) {
+		while (buckets[b]) {
+			struct dc_proc_files *p = buckets[b];
+			buckets[b] = p->next;
+			free_proc(p);
+		}
+	}
+}
+
+void dc_files_fork(int parent, int child)
+{
+	struct dc_proc_files *pp = dc_files_find(parent);
+	dc_files_exit(child); /* a recycled pid starts clean */
+	struct dc_proc_files *c = dc_files_get(child);
+	if (!pp)
+		return;
+	dc_files_set_cwd(c, pp->cwd);
+	for (long i = 0; i < pp->nfds; i++)
+		if (pp->fds[i])
+			dc_files_set_fd(c, i, pp->fds[i]);
+	for (int i = 0; i < pp->ndirs; i++)
+		dc_files_set_dir(c, pp->dirs[i].dirp, pp->dirs[i].path);
+}
+
+/* Is fd (a name under /proc/PID/fd) close-on-exec? /proc/PID/fdinfo/FD "flags:" (octal,
+ * proc(5)). */
+static int fd_cloexec(int pid, const char *fd)
+{
+	char path[96], line[128];
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%s", pid, fd);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	int cloexec = 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "flags:", 6))
+			cloexec = (strtoul(line + 6, NULL, 8) & O_CLOEXEC) != 0;
+	fclose(f);
+	return cloexec;
+}
+
+int dc_files_from_proc(int pid)
+{
+	char dir[64], link[PATH_MAX + 1], target[PATH_MAX + 1];
+	snprintf(dir, sizeof(dir), "/proc/%d/cwd", pid);
+	ssize_t n = readlink(dir, target, PATH_MAX);
+	if (n < 0)
+		return -1;
+	target[n] = 0;
+	struct dc_proc_files *p = dc_files_get(pid);
+	dc_files_set_cwd(p, target);
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
+	DIR *d = opendir(dir);
+	if (!d)
+		return -1;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (fd_cloexec(pid, de->d_name))
+			continue; /* gone once the held child execs */
+		snprintf(link, sizeof(link), "%s/%s", dir, de->d_name);
+		n = readlink(link, target, PATH_MAX);
+		if (n < 0)
+			continue;
+		target[n] = 0;
+		dc_files_set_fd(p, strtol(de->d_name, NULL, 10), target);
+	}
+	closedir(d);
+	return 0;
+}
+
+void dc_files_set_cwd(struct dc_proc_files *p, const char *abs)
+{
+	char *c = xstrdup(abs);
+	free(p->cwd);
+	p->cwd = c;
+}
+
+const char *dc_files_cwd(const struct dc_proc_files *p)
+{
+	return p->cwd;
+}
+
+void dc_files_set_fd(struct dc_proc_files *p, long fd, const char *abs)
+{
+	if (fd < 0 || fd > (1L << 24))
+		return;
+	if (fd >= p->nfds) {
+		if (!abs)
+			return;
+		long n = p->nfds ? p->nfds : 16;
+		while (n <= fd)
+			n *= 2;
+		p->fds = xrealloc(p->fds, n * sizeof(char *));
+		memset(p->fds + p->nfds, 0, (n - p->nfds) * sizeof(char *));
+		p->nfds = n;
+	}
+	char *c = abs ? xstrdup(abs) : NULL;
+	free(p->fds[fd]);
+	p->fds[fd] = c;
+}
+
+const char *dc_files_fd(const struct dc_proc_files *p, long fd)
+{
+	if (fd < 0 || fd >= p->nfds)
+		return NULL;
+	return p->fds[fd];
+}
+
+void dc_files_set_dir(struct dc_proc_files *p, uint64_t dirp, const char *abs)
+{
+	for (int i = 0; i < p->ndirs; i++) {
+		if (p->dirs[i].dirp != dirp)
+			continue;
+		free(p->dirs[i].path);
+		if (abs) {
+			p->dirs[i].path = xstrdup(abs);
+		} else {
+			p->dirs[i] = p->dirs[--p->ndirs];
+		}
+		return;
+	}
+	if (!abs)
+		return;
+	if (p->ndirs == p->capdirs) {
+		p->capdirs = p->capdirs ? p->capdirs * 2 : 8;
+		p->dirs = xrealloc(p->dirs, p->capdirs * sizeof(*p->dirs));
+	}
+	p->dirs[p->ndirs].dirp = dirp;
+	p->dirs[p->ndirs].path = xstrdup(abs);
+	p->ndirs++;
+}
+
+const char *dc_files_dir(const struct dc_proc_files *p, uint64_t dirp)
+{
+	for (int i = 0; i < p->ndirs; i++)
+		if (p->dirs[i].dirp == dirp)
+			return p->dirs[i].path;
+	return NULL;
+}
+
+/* Folds "." "..", and repeated '/' of an absolute path in place; a name that is not a
+ * path (pipe:[12], anon_inode:...) is left as it is. */
+static void fold_path(char *s)
+{
+	char *out = s, *in = s;
+	if (s[0] != '/')
+		return;
+	while (*in) {
+		while (*in == '/')
+			in++;
+		char *seg = in;
+		while (*in && *in != '/')
+			in++;
+		size_t len = in - seg;
+		if (len == 0 || (len == 1 && seg[0] == '.'))
+			continue;
+		if (len == 2 && seg[0] == '.' && seg[1] == '.') {
+			while (out > s && *--out != '/')
+				;
+			continue;
+		}
+		*out++ = '/';
+		memmove(out, seg, len);
+		out += len;
+	}
+	if (out == s)
+		*out++ = '/';
+	*out = 0;
+}
+
+char *dc_files_resolve(const struct dc_proc_files *p, int use_dirfd, long dirfd,
+		       const char *path, char *out, unsigned cap)
+{
+	if (path[0] == '/') {
+		snprintf(out, cap, "%s", path);
+	} else {
+		const char *base = p->cwd;
+		if (use_dirfd && (int)dirfd != AT_FDCWD) {
+			base = dc_files_fd(p, (int)dirfd);
+			if (!base || base[0] != '/')
+				return NULL;
+		}
+		snprintf(out, cap, "%s/%s", base, path);
+	}
+	fold_path(out);
+	return out;
+}

@@ -1,0 +1,41 @@
+/* fdtable.h: what each traced process's file descriptors, DIR streams and cwd refer to,
+ * rebuilt on the user side from the calls we see (open, dup, close, chdir, fork). */
+#ifndef DC_FDTABLE_H
+#define DC_FDTABLE_H
+
+#include <stdint.h>
+
+struct dc_proc_files;
+
+/* Returns the state of process `pid`, creating it empty (cwd "/") when absent. */
+struct dc_proc_files *dc_files_get(int pid);
+/* Returns the state of `pid` or NULL when we hold none. */
+struct dc_proc_files *dc_files_find(int pid);
+/* A fork: child gets copies of the parent's cwd, fds and DIR streams (fork(2)). */
+void dc_files_fork(int parent, int child);
+/* The process exited: forget it. */
+void dc_files_exit(int pid);
+/* Fills the state from /proc/PID/cwd and /proc/PID/fd (a process we did not see start).
+ * Returns 0, or -1 when /proc/PID cannot be read. */
+int dc_files_from_proc(int pid);
+/* Forgets everything (end of run). */
+void dc_files_clear(void);
+
+void dc_files_set_cwd(struct dc_proc_files *p, const char *abs);
+const char *dc_files_cwd(const struct dc_proc_files *p);
+/* fd -> absolute path; path NULL forgets the fd. */
+void dc_files_set_fd(struct dc_proc_files *p, long fd, const char *abs);
+/* The path of fd, or NULL when unknown. */
+const char *dc_files_fd(const struct dc_proc_files *p, long fd);
+/* DIR * (a user address) -> path; path NULL forgets it. */
+void dc_files_set_dir(struct dc_proc_files *p, uint64_t dirp, const char *abs);
+const char *dc_files_dir(const struct dc_proc_files *p, uint64_t dirp);
+
+/* Makes `path` absolute: relative paths are joined to the path of dirfd (AT_FDCWD = -100
+ * or use_dirfd=0: the cwd), then "." and ".." and repeated '/' are folded lexically (no
+ * symlinks followed, as the call may have created or removed the file). Writes into out
+ * (cap bytes). Returns out, or NULL when dirfd's path is unknown. */
+char *dc_files_resolve(const struct dc_proc_files *p, int use_dirfd, long dirfd,
+		       const char *path, char *out, unsigned cap);
+
+#endif

@@ -1,0 +1,447 @@
+/* lua_api.c: the Lua 5.4 state a script runs in and the `datacrumbs` module (dc.probe,
+ * dc.on_event, dc.options); the API reference is docs/lua-api.md. */
+#include "lua_api.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <lua.h>
+#include <lauxlib.h>
+#include <lualib.h>
+#include <luv/luv.h>
+
+struct dc_script {
+	lua_State *L;
+	struct dc_probe_req *reqs;
+	int nreqs;
+	struct dc_layer **layers;   /* loaded probe descriptions, freed at the end */
+	int nlayers;
+	int event_ref;              /* LUA_NOREF: no callback */
+	unsigned long errors;
+	const struct dc_run_info *info;
+};
+
+const char *dc_rec_keep(struct dc_record *r, const char *s, size_t n)
+{
+	if (r->used + n + 1 > sizeof(r->arena))
+		return NULL;
+	char *d = r->arena + r->used;
+	memcpy(d, s, n);
+	d[n] = 0;
+	r->used += n + 1;
+	return d;
+}
+
+/* Looks for `file` in a ':'-separated directory list; 0 with out set when found. */
+static int find_in_dirs(const char *dirs, const char *file, char *out, size_t outlen)
+{
+	while (dirs && *dirs) {
+		const char *end = strchr(dirs, ':');
+		size_t len = end ? (size_t)(end - dirs) : strlen(dirs);
+		if (len) {
+			snprintf(out, outlen, "%.*s/%s", (int)len, dirs, file);
+			if (access(out, R_OK) == 0)
+				return 0;
+		}
+		dirs = end ? end + 1 : NULL;
+	}
+	return -1;
+}
+
+int dc_script_find(const char *name, char *out, size_t outlen, char *err, size_t errlen)
+{
+	if (access(name, R_OK) == 0) {
+		snprintf(out, outlen, "%s", name);
+		return 0;
+	}
+	if (!strchr(name, '/')) {
+		if (find_in_dirs(getenv("DATACRUMBS_SCRIPT_PATH"), name, out, outlen) == 0 ||
+		    find_in_dirs(DC_SCRIPTS_DIR ":" DC_SOURCE_DIR "/scripts", name, out, outlen) == 0)
+			return 0;
+	}
+	snprintf(err, errlen, "script '%s' not found (looked in ., $DATACRUMBS_SCRIPT_PATH, "
+		 DC_SCRIPTS_DIR ")", name);
+	return -1;
+}
+
+/* Finds and loads the probe description of `layer` ("posix" -> posix.yaml), once. */
+static struct dc_layer *load_layer(struct dc_script *s, const char *layer, char *err,
+				   size_t errlen)
+{
+	char file[128], path[1024];
+	size_t n = strlen(layer);
+	if (n == 0 || n > 64) {
+		snprintf(err, errlen, "bad layer name '%s'", layer);
+		return NULL;
+	}
+	for (size_t i = 0; i <= n; i++)
+		file[i] = tolower((unsigned char)layer[i]);
+	if (!strstr(file, ".yaml"))
+		strcat(file, ".yaml");
+	if (strchr(layer, '/')) {
+		snprintf(path, sizeof(path), "%s", layer);
+	} else if (find_in_dirs(getenv("DATACRUMBS_PROBE_PATH"), file, path, sizeof(path)) &&
+		   find_in_dirs(DC_PROBES_DIR ":" DC_SOURCE_DIR "/probes", file, path, sizeof(path))) {
+		snprintf(err, errlen, "no probe description for layer '%s' (%s not found in "
+			 "$DATACRUMBS_PROBE_PATH or " DC_PROBES_DIR ")", layer, file);
+		return NULL;
+	}
+	for (int i = 0; i < s->nlayers; i++)
+		if (!strcmp(s->layers[i]->path, path))
+			return s->layers[i];
+	struct dc_layer *l = dc_layer_load(path, err, errlen);
+	if (!l)
+		return NULL;
+	struct dc_layer **ls = realloc(s->layers, (s->nlayers + 1) * sizeof(*ls));
+	if (!ls) {
+		dc_layer_free(l);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	s->layers = ls;
+	s->layers[s->nlayers++] = l;
+	return l;
+}
+
+static struct dc_script *self(lua_State *L)
+{
+	return lua_touserdata(L, lua_upvalueindex(1));
+}
+
+/* dc.probe(spec): asks for uprobes on functions of a layer's probe description.
+ *   spec: a layer name ("posix"), or a table
+ *     { layer = "posix", functions = { "open", "read" } (optional: all when absent) }
+ * The functions are attached once the script has run, in the library the command loads.
+ * Errors (with the caller's file:line): unknown layer, a bad description file, a function
+ * the description does not have. Returns nothing. */
+static int l_probe(lua_State *L)
+{
+	struct dc_script *s = self(L);
+	const char *layer;
+	if (lua_type(L, 1) == LUA_TSTRING) {
+		layer = lua_tostring(L, 1);
+	} else {
+		luaL_checktype(L, 1, LUA_TTABLE);
+		lua_getfield(L, 1, "layer");
+		layer = lua_tostring(L, -1);
+		if (!layer)
+			return luaL_error(L, "probe: spec.layer must be a string (e.g. \"posix\")");
+	}
+	char err[1024];
+	struct dc_layer *l = load_layer(s, layer, err, sizeof(err));
+	if (!l)
+		return luaL_error(L, "probe: %s", err);
+
+	struct dc_probe_req req = { .layer = l };
+	luaL_where(L, 1);
+	snprintf(req.where, sizeof(req.where), "%s", lua_tostring(L, -1));
+	lua_pop(L, 1);
+	if (lua_type(L, 1) == LUA_TTABLE) {
+		lua_getfield(L, 1, "functions");
+		if (!lua_isnil(L, -1)) {
+			luaL_checktype(L, -1, LUA_TTABLE);
+			lua_Integer n = luaL_len(L, -1);
+			req.funcs = calloc(n + 1, sizeof(char *));
+			for (lua_Integer i = 1; req.funcs && i <= n; i++) {
+				lua_geti(L, -1, i);
+				const char *f = lua_tostring(L, -1);
+				if (!f || !dc_layer_func(l, f)) {
+					for (int k = 0; k < req.nfuncs; k++)
+						free(req.funcs[k]);
+					free(req.funcs);
+					return luaL_error(L, "probe: function '%s' is not in %s",
+							  f ? f : "?", l->path);
+				}
+				req.funcs[req.nfuncs++] = strdup(f);
+				lua_pop(L, 1);
+			}
+		}
+		lua_pop(L, 1);
+	}
+	struct dc_probe_req *r = realloc(s->reqs, (s->nreqs + 1) * sizeof(*r));
+	if (!r)
+		return luaL_error(L, "probe: out of memory");
+	s->reqs = r;
+	s->reqs[s->nreqs++] = req;
+	return 0;
+}
+
+/* dc.on_event(fn): fn(ev) is called for every event before it is written.
+ *   ev: { id, name, cat, pid, tid, ts (us since epoch), dur (us), level, p_idx,
+ *         path (absolute, or nil), args = { fd=, count=, offset=, ret=, ... } }
+ * fn may change name, cat, path, ts, dur and args (add, change, or set to nil), and
+ * returns false to drop the event (anything else keeps it). A later call replaces fn. */
+static int l_on_event(lua_State *L)
+{
+	struct dc_script *s = self(L);
+	luaL_checktype(L, 1, LUA_TFUNCTION);
+	luaL_unref(L, LUA_REGISTRYINDEX, s->event_ref);
+	lua_pushvalue(L, 1);
+	s->event_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	return 0;
+}
+
+static void push_strings(lua_State *L, char **v)
+{
+	lua_newtable(L);
+	for (int i = 0; v && v[i]; i++) {
+		lua_pushstring(L, v[i]);
+		lua_rawseti(L, -2, i + 1);
+	}
+}
+
+/* require "datacrumbs": the module table. */
+static int open_module(lua_State *L)
+{
+	struct dc_script *s = lua_touserdata(L, lua_upvalueindex(1));
+	static const luaL_Reg funcs[] = {
+		{ "probe", l_probe },
+		{ "on_event", l_on_event },
+		{ NULL, NULL },
+	};
+	luaL_newlibtable(L, funcs);
+	lua_pushlightuserdata(L, s);
+	luaL_setfuncs(L, funcs, 1);
+
+	/* dc.options: the run as the command line set it */
+	lua_newtable(L);
+	lua_pushstring(L, s->info->output ? s->info->output : ".");
+	lua_setfield(L, -2, "output");
+	lua_pushstring(L, s->info->mode ? s->info->mode : "trace");
+	lua_setfield(L, -2, "mode");
+	lua_pushinteger(L, s->info->pid);
+	lua_setfield(L, -2, "pid");
+	push_strings(L, s->info->cmd);
+	lua_setfield(L, -2, "command");
+	lua_setfield(L, -2, "options");
+	lua_pushstring(L, DC_VERSION);
+	lua_setfield(L, -2, "version");
+	return 1;
+}
+
+struct dc_script *dc_script_new(uv_loop_t *loop, const struct dc_run_info *info)
+{
+	struct dc_script *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->event_ref = LUA_NOREF;
+	s->info = info;
+	s->L = luaL_newstate();
+	if (!s->L) {
+		free(s);
+		return NULL;
+	}
+	lua_State *L = s->L;
+	luaL_openlibs(L);
+
+	luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+	lua_pushlightuserdata(L, s);
+	lua_pushcclosure(L, open_module, 1);
+	lua_setfield(L, -2, "datacrumbs");
+	luv_set_loop(L, loop); /* luv must run on the tracer's own loop */
+	lua_pushcfunction(L, luaopen_luv);
+	lua_setfield(L, -2, "luv");
+	lua_pop(L, 1);
+
+	/* package.path: our lua/ helpers first (installed, then the source tree) */
+	lua_getglobal(L, "package");
+	lua_getfield(L, -1, "path");
+	lua_pushfstring(L, "%s/?.lua;%s/lua/?.lua;%s", DC_LUA_DIR, DC_SOURCE_DIR,
+			lua_tostring(L, -1));
+	lua_setfield(L, -3, "path");
+	lua_pop(L, 2);
+
+	/* arg: the script's own arguments, as lua(1) gives them */
+	push_strings(L, info->script_args);
+	lua_setglobal(L, "arg");
+	return s;
+}
+
+/* Message handler: keeps the error's own "file:line: message" (one line). */
+static int on_error(lua_State *L)
+{
+	if (!lua_isstring(L, 1))
+		lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+	return 1;
+}
+
+int dc_script_run(struct dc_script *s, const char *path, char *err, size_t errlen)
+{
+	lua_State *L = s->L;
+	lua_pushcfunction(L, on_error);
+	if (luaL_loadfile(L, path) != LUA_OK || lua_pcall(L, 0, 0, -2) != LUA_OK) {
+		snprintf(err, errlen, "%s", lua_tostring(L, -1));
+		lua_settop(L, 0);
+		return -1;
+	}
+	lua_settop(L, 0);
+	return 0;
+}
+
+const struct dc_probe_req *dc_script_reqs(const struct dc_script *s, int *n)
+{
+	*n = s->nreqs;
+	return s->reqs;
+}
+
+int dc_script_wants_events(const struct dc_script *s)
+{
+	return s->event_ref != LUA_NOREF;
+}
+
+/* Reads one Lua value (at -1) into arg a; 0 when it is not a number/string/boolean. */
+static int read_arg(lua_State *L, struct dc_record *r, struct dc_rec_arg *a)
+{
+	switch (lua_type(L, -1)) {
+	case LUA_TNUMBER:
+		a->is_str = 0;
+		a->i = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : (int64_t)lua_tonumber(L, -1);
+		return 1;
+	case LUA_TBOOLEAN:
+		a->is_str = 0;
+		a->i = lua_toboolean(L, -1);
+		return 1;
+	case LUA_TSTRING: {
+		size_t n;
+		const char *v = lua_tolstring(L, -1, &n);
+		a->s = dc_rec_keep(r, v, n);
+		a->is_str = 1;
+		return a->s != NULL;
+	}
+	default:
+		return 0;
+	}
+}
+
+/* Reads a string field of the event table back into *dst (copied into the arena). */
+static void read_str_field(lua_State *L, struct dc_record *r, const char *key,
+			   const char **dst, int nil_ok)
+{
+	lua_getfield(L, -1, key);
+	size_t n;
+	const char *v = lua_tolstring(L, -1, &n);
+	if (v) {
+		if (*dst == NULL || strcmp(v, *dst)) {
+			const char *k = dc_rec_keep(r, v, n);
+			if (k)
+				*dst = k;
+		}
+	} else if (nil_ok) {
+		*dst = NULL;
+	}
+	lua_pop(L, 1);
+}
+
+int dc_script_event(struct dc_script *s, struct dc_record *r)
+{
+	lua_State *L = s->L;
+	lua_pushcfunction(L, on_error);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, s->event_ref);
+	lua_createtable(L, 0, 12);
+	lua_pushinteger(L, r->id);        lua_setfield(L, -2, "id");
+	lua_pushstring(L, r->name);       lua_setfield(L, -2, "name");
+	lua_pushstring(L, r->cat);        lua_setfield(L, -2, "cat");
+	lua_pushinteger(L, r->pid);       lua_setfield(L, -2, "pid");
+	lua_pushinteger(L, r->tid);       lua_setfield(L, -2, "tid");
+	lua_pushinteger(L, r->ts_us);     lua_setfield(L, -2, "ts");
+	lua_pushinteger(L, r->dur_us);    lua_setfield(L, -2, "dur");
+	lua_pushinteger(L, r->level);     lua_setfield(L, -2, "level");
+	lua_pushinteger(L, r->p_idx);     lua_setfield(L, -2, "p_idx");
+	if (r->path) {
+		lua_pushstring(L, r->path);
+		lua_setfield(L, -2, "path");
+	}
+	lua_createtable(L, 0, r->nargs);
+	for (int i = 0; i < r->nargs; i++) {
+		if (r->args[i].is_str)
+			lua_pushstring(L, r->args[i].s);
+		else
+			lua_pushinteger(L, r->args[i].i);
+		lua_setfield(L, -2, r->args[i].key);
+	}
+	lua_setfield(L, -2, "args");
+	lua_pushvalue(L, -1);           /* keep the table after the call */
+	lua_insert(L, -3);              /* handler, table, fn, table */
+
+	if (lua_pcall(L, 1, 1, -4) != LUA_OK) {
+		if (s->errors++ == 0)
+			fprintf(stderr, "datacrumbs: error in the event callback (events are kept "
+				"unchanged; later errors are only counted): %s\n", lua_tostring(L, -1));
+		lua_settop(L, 0);
+		return 1;
+	}
+	if (lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1)) {
+		lua_settop(L, 0);
+		return 0;
+	}
+	lua_pop(L, 1);                  /* result; the event table is on top */
+
+	read_str_field(L, r, "name", &r->name, 0);
+	read_str_field(L, r, "cat", &r->cat, 0);
+	read_str_field(L, r, "path", &r->path, 1);
+	lua_getfield(L, -1, "ts");
+	if (lua_isinteger(L, -1))
+		r->ts_us = lua_tointeger(L, -1);
+	lua_getfield(L, -2, "dur");
+	if (lua_isinteger(L, -1))
+		r->dur_us = lua_tointeger(L, -1);
+	lua_pop(L, 2);
+
+	lua_getfield(L, -1, "args");
+	if (lua_istable(L, -1)) {
+		/* the call's own args keep their order; a nil drops one */
+		int n = 0;
+		for (int i = 0; i < r->nargs; i++) {
+			struct dc_rec_arg a = r->args[i];
+			lua_getfield(L, -1, a.key);
+			if (read_arg(L, r, &a))
+				r->args[n++] = a;
+			lua_pop(L, 1);
+		}
+		r->nargs = n;
+		/* then the args the script added */
+		lua_pushnil(L);
+		while (lua_next(L, -2) && r->nargs < DC_REC_ARGS) {
+			if (lua_type(L, -2) == LUA_TSTRING) {
+				const char *k = lua_tostring(L, -2);
+				int known = 0; /* the call's own args were read above */
+				for (int i = 0; i < n && !known; i++)
+					known = !strcmp(r->args[i].key, k);
+				struct dc_rec_arg a = { .key = NULL };
+				if (!known && read_arg(L, r, &a)) {
+					a.key = dc_rec_keep(r, k, strlen(k));
+					if (a.key)
+						r->args[r->nargs++] = a;
+				}
+			}
+			lua_pop(L, 1);
+		}
+	}
+	lua_settop(L, 0);
+	return 1;
+}
+
+unsigned long dc_script_errors(const struct dc_script *s)
+{
+	return s->errors;
+}
+
+void dc_script_free(struct dc_script *s)
+{
+	if (!s)
+		return;
+	lua_close(s->L);
+	for (int i = 0; i < s->nreqs; i++) {
+		for (int k = 0; k < s->reqs[i].nfuncs; k++)
+			free(s->reqs[i].funcs[k]);
+		free(s->reqs[i].funcs);
+	}
+	free(s->reqs);
+	for (int i = 0; i < s->nlayers; i++)
+		dc_layer_free(s->layers[i]);
+	free(s->layers);
+	free(s);
+}

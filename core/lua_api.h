@@ -1,0 +1,61 @@
+/* lua_api.h: the embedded Lua 5.4 state: the `datacrumbs` module scripts require, the
+ * probe requests a script makes, and the per-event callback. Documented in docs/lua-api.md. */
+#ifndef DC_LUA_API_H
+#define DC_LUA_API_H
+
+#include <stddef.h>
+#include <uv.h>
+#include "probes.h"
+#include "record.h"
+
+/* A script's request to probe functions of one layer (dc.probe). */
+struct dc_probe_req {
+	struct dc_layer *layer;   /* owned by the script state */
+	char **funcs;             /* NULL: every function of the layer */
+	int nfuncs;
+	char where[256];          /* "script.lua:12", for messages */
+};
+
+struct dc_script;
+
+/* What the script sees of the run in dc.options. */
+struct dc_run_info {
+	const char *output;       /* -o as given, or "." */
+	const char *mode;         /* "trace" */
+	int pid;                  /* -p PID, 0 when datacrumbs starts the command */
+	char **cmd;               /* NULL-terminated command, or NULL with -p */
+	char **script_args;       /* arguments after the script name, NULL-terminated */
+};
+
+/* Creates the Lua state with the standard libraries, `datacrumbs` and `luv` (on `loop`)
+ * preloaded, package.path extended with the lua/ directory. NULL on out of memory. */
+struct dc_script *dc_script_new(uv_loop_t *loop, const struct dc_run_info *info);
+
+/* Finds a script: `name` as a path, then in each directory of $DATACRUMBS_SCRIPT_PATH
+ * (':'-separated), then the installed scripts directory, then the source tree's scripts/.
+ * Returns 0 with the path in out, -1 when not found (err says where it looked). */
+int dc_script_find(const char *name, char *out, size_t outlen, char *err, size_t errlen);
+
+/* Loads and runs the script file. Returns 0, or -1 with "file:line: message" in err
+ * (syntax error, run-time error, a bad dc.probe call). */
+int dc_script_run(struct dc_script *s, const char *path, char *err, size_t errlen);
+
+/* The probe requests made while the script ran. */
+const struct dc_probe_req *dc_script_reqs(const struct dc_script *s, int *n);
+
+/* 1 when the script registered an event callback (dc.on_event). */
+int dc_script_wants_events(const struct dc_script *s);
+
+/* Offers r to the event callback: the callback may drop it (returns false) or change
+ * name, cat, path, ts, dur and args (strings are copied into r's arena). Returns 1 to
+ * keep, 0 to drop. A Lua error keeps the event unchanged, is counted and reported on
+ * stderr the first time with file:line. */
+int dc_script_event(struct dc_script *s, struct dc_record *r);
+
+/* Number of callback errors so far. */
+unsigned long dc_script_errors(const struct dc_script *s);
+
+/* Closes the Lua state and frees the requests. */
+void dc_script_free(struct dc_script *s);
+
+#endif

@@ -1,0 +1,552 @@
+/* probes.c: reads probe description files (probes/<layer>.yaml, format in docs/probes.md)
+ * with libyaml's document API into struct dc_layer. Knows nothing of ELF, BPF or attaching. */
+#define _GNU_SOURCE
+#include "probes.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#define FILE_MAX (16 << 20)     /* a description larger than this is surely a mistake */
+
+/* The kinds as written in the file; indexed by enum dc_arg_kind (kept in enum order). */
+static const struct { const char *name; enum dc_arg_kind kind; } arg_kinds[] = {
+	{ "_", DC_ARG_NONE },       { "int", DC_ARG_INT },   { "uint", DC_ARG_UINT },
+	{ "fd", DC_ARG_FD },        { "dirfd", DC_ARG_DIRFD }, { "path", DC_ARG_PATH },
+	{ "iov", DC_ARG_IOV },      { "iovcnt", DC_ARG_IOVCNT }, { "dir", DC_ARG_DIR },
+	{ "long", DC_ARG_LONG },    { "mode", DC_ARG_MODE },
+};
+#define KINDS_LIST "int, uint, long, mode, fd, dirfd, path, iov, iovcnt, dir, _"
+
+static const struct { const char *name; enum dc_effect fx; } effects[] = {
+	{ "open", DC_FX_OPEN },         { "close", DC_FX_CLOSE },   { "dup", DC_FX_DUP },
+	{ "dup2", DC_FX_DUP2 },         { "fcntl", DC_FX_FCNTL },   { "chdir", DC_FX_CHDIR },
+	{ "fchdir", DC_FX_FCHDIR },     { "opendir", DC_FX_OPENDIR },
+	{ "fdopendir", DC_FX_FDOPENDIR }, { "closedir", DC_FX_CLOSEDIR },
+};
+#define EFFECTS_LIST "open, close, dup, dup2, fcntl, chdir, fchdir, opendir, fdopendir, closedir"
+
+/* What each effect needs among the arguments (checked so a mistake shows at load time,
+ * not as a silently wrong fd table): count of arguments of one kind. */
+static const struct { enum dc_effect fx; enum dc_arg_kind kind; int n; } effect_needs[] = {
+	{ DC_FX_OPEN, DC_ARG_PATH, 1 },     { DC_FX_CLOSE, DC_ARG_FD, 1 },
+	{ DC_FX_DUP, DC_ARG_FD, 1 },        { DC_FX_DUP2, DC_ARG_FD, 2 },
+	{ DC_FX_FCNTL, DC_ARG_FD, 1 },      { DC_FX_CHDIR, DC_ARG_PATH, 1 },
+	{ DC_FX_FCHDIR, DC_ARG_FD, 1 },     { DC_FX_OPENDIR, DC_ARG_PATH, 1 },
+	{ DC_FX_FDOPENDIR, DC_ARG_FD, 1 },  { DC_FX_CLOSEDIR, DC_ARG_DIR, 1 },
+};
+
+/* State of one load: the file name for messages and the first error. */
+struct ctx {
+	const char *path;
+	yaml_document_t *doc;
+	char *err;
+	size_t errlen;
+	int failed;
+};
+
+/* Records "PATH:LINE: message" (the first error wins). Returns -1 for `return fail(...)`. */
+static int fail(struct ctx *c, int line, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (c->failed)
+		return -1;
+	c->failed = 1;
+	if (!c->err || c->errlen == 0)
+		return -1;
+	n = snprintf(c->err, c->errlen, "%s:%d: ", c->path, line);
+	if (n >= 0 && (size_t)n < c->errlen) {
+		va_start(ap, fmt);
+		vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+/* 1-based line where a node starts. */
+static int node_line(const yaml_node_t *n)
+{
+	return (int)n->start_mark.line + 1;
+}
+
+static const char *node_type_name(const yaml_node_t *n)
+{
+	switch (n->type) {
+	case YAML_SCALAR_NODE:   return "a scalar";
+	case YAML_SEQUENCE_NODE: return "a list";
+	case YAML_MAPPING_NODE:  return "a mapping";
+	default:                 return "nothing";
+	}
+}
+
+/* The value of a scalar node as a C string (libyaml keeps it NUL-terminated). */
+static const char *scalar(const yaml_node_t *n)
+{
+	return (const char *)n->data.scalar.value;
+}
+
+/* 1 when s is a C identifier. */
+static int is_ident(const char *s)
+{
+	const char *p;
+
+	if (!*s || (*s >= '0' && *s <= '9'))
+		return 0;
+	for (p = s; *p; p++)
+		if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9')))
+			return 0;
+	return 1;
+}
+
+/* Checks that `n` (the value of key `key`) is a non-empty scalar that fits `size` bytes
+ * and copies it to out. */
+static int get_string(struct ctx *c, const char *key, const yaml_node_t *n, char *out,
+		      size_t size)
+{
+	size_t len;
+
+	if (n->type != YAML_SCALAR_NODE)
+		return fail(c, node_line(n), "'%s' must be a string, not %s", key,
+			    node_type_name(n));
+	len = n->data.scalar.length;
+	if (len == 0)
+		return fail(c, node_line(n), "'%s' is empty", key);
+	if (len >= size)
+		return fail(c, node_line(n), "'%s' is longer than %zu characters", key, size - 1);
+	if (strlen(scalar(n)) != len)
+		return fail(c, node_line(n), "'%s' holds a NUL character", key);
+	memcpy(out, scalar(n), len + 1);
+	return 0;
+}
+
+/* Walks a mapping's keys: each must be a scalar, named in `allowed`, and appear once.
+ * Calls fn for each pair. Returns 0 or -1 (error recorded). */
+static int each_pair(struct ctx *c, const yaml_node_t *map, const char *const *allowed,
+		     int (*fn)(struct ctx *c, const char *key, const yaml_node_t *k,
+			       const yaml_node_t *v, void *arg), void *arg)
+{
+	yaml_node_pair_t *p, *q;
+
+	for (p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+		yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
+		const char *const *a;
+
+		if (!k || !v || k->type != YAML_SCALAR_NODE)
+			return fail(c, k ? node_line(k) : 1, "a key must be a plain name");
+		for (a = allowed; *a && strcmp(*a, scalar(k)) != 0; a++)
+			;
+		if (!*a)
+			return fail(c, node_line(k), "unknown field '%s'", scalar(k));
+		for (q = map->data.mapping.pairs.start; q < p; q++) {
+			yaml_node_t *k2 = yaml_document_get_node(c->doc, q->key);
+
+			if (k2 && k2->type == YAML_SCALAR_NODE && strcmp(scalar(k2), scalar(k)) == 0)
+				return fail(c, node_line(k), "duplicate field '%s' (first at line %d)",
+					    scalar(k), node_line(k2));
+		}
+		if (fn(c, scalar(k), k, v, arg) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * One function entry
+ * ------------------------------------------------------------------------------------- */
+
+/* Parses one args item, "KIND NAME" or "_" alone, into a. */
+static int parse_arg(struct ctx *c, const yaml_node_t *n, struct dc_arg *a)
+{
+	char buf[128], *kind, *name, *extra, *save = NULL;
+	size_t i;
+
+	if (n->type != YAML_SCALAR_NODE)
+		return fail(c, node_line(n), "an argument must be a string 'KIND NAME', not %s",
+			    node_type_name(n));
+	if (n->data.scalar.length >= sizeof buf)
+		return fail(c, node_line(n), "argument '%.40s...' is too long", scalar(n));
+	memcpy(buf, scalar(n), n->data.scalar.length + 1);
+	kind = strtok_r(buf, " \t", &save);
+	name = kind ? strtok_r(NULL, " \t", &save) : NULL;
+	extra = name ? strtok_r(NULL, " \t", &save) : NULL;
+	if (!kind || extra)
+		return fail(c, node_line(n), "argument '%s': expected 'KIND NAME'", scalar(n));
+
+	for (i = 0; i < sizeof arg_kinds / sizeof arg_kinds[0]; i++)
+		if (strcmp(kind, arg_kinds[i].name) == 0)
+			break;
+	if (i == sizeof arg_kinds / sizeof arg_kinds[0])
+		return fail(c, node_line(n), "unknown argument kind '%s' in '%s' (kinds: %s)",
+			    kind, scalar(n), KINDS_LIST);
+	a->kind = arg_kinds[i].kind;
+	a->name[0] = '\0';
+	if (!name) {
+		if (a->kind != DC_ARG_NONE)
+			return fail(c, node_line(n), "argument '%s' has no name ('%s NAME')",
+				    scalar(n), kind);
+		return 0;
+	}
+	if (!is_ident(name))
+		return fail(c, node_line(n), "argument name '%s' is not a C identifier", name);
+	if (strlen(name) >= sizeof a->name)
+		return fail(c, node_line(n), "argument name '%s' is longer than %zu characters",
+			    name, sizeof a->name - 1);
+	strcpy(a->name, name);
+	return 0;
+}
+
+/* Parses the args list into f, and checks the limits the BPF side has: one path, one
+ * iovec (with its count), one dirfd and one DIR * per call (bpf/datacrumbs.h cookie). */
+static int parse_args(struct ctx *c, const yaml_node_t *n, struct dc_func *f)
+{
+	static const enum dc_arg_kind once[] = { DC_ARG_PATH, DC_ARG_IOV, DC_ARG_IOVCNT,
+						 DC_ARG_DIRFD, DC_ARG_DIR };
+	yaml_node_item_t *it;
+	int count[DC_ARG_DIR + 1] = { 0 };
+	int i, j;
+
+	if (n->type != YAML_SEQUENCE_NODE)
+		return fail(c, node_line(n), "'args' must be a list, not %s", node_type_name(n));
+	f->nargs = 0;
+	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+		yaml_node_t *an = yaml_document_get_node(c->doc, *it);
+
+		if (!an)
+			return fail(c, node_line(n), "bad argument list");
+		if (f->nargs == DC_PROBE_ARGS)
+			return fail(c, node_line(an), "function '%s' has more than %d arguments",
+				    f->name[0] ? f->name : "?", DC_PROBE_ARGS);
+		if (parse_arg(c, an, &f->args[f->nargs]) != 0)
+			return -1;
+		for (j = 0; j < f->nargs; j++)
+			if (f->args[f->nargs].name[0] &&
+			    strcmp(f->args[j].name, f->args[f->nargs].name) == 0)
+				return fail(c, node_line(an), "duplicate argument name '%s'",
+					    f->args[j].name);
+		count[f->args[f->nargs].kind]++;
+		f->nargs++;
+	}
+
+	for (i = 0; i < (int)(sizeof once / sizeof once[0]); i++)
+		if (count[once[i]] > 1)
+			return fail(c, node_line(n), "more than one '%s' argument (at most one "
+				    "is recorded per call)", arg_kinds[once[i]].name);
+	if (count[DC_ARG_IOV] != count[DC_ARG_IOVCNT])
+		return fail(c, node_line(n), "an 'iov' argument needs an 'iovcnt' argument "
+			    "and the other way round");
+	return 0;
+}
+
+/* Values seen in one function mapping, before the checks that need all of them. */
+struct func_parse {
+	struct dc_func *f;
+	const yaml_node_t *effect;  /* the effect value node, NULL: none */
+	int have_name;
+};
+
+/* each_pair callback for a function mapping. */
+static int func_field(struct ctx *c, const char *key, const yaml_node_t *k,
+		      const yaml_node_t *v, void *arg)
+{
+	struct func_parse *fp = arg;
+	struct dc_func *f = fp->f;
+	size_t i;
+
+	(void)k;
+	if (strcmp(key, "name") == 0) {
+		if (get_string(c, "name", v, f->name, sizeof f->name) != 0)
+			return -1;
+		if (!is_ident(f->name))
+			return fail(c, node_line(v), "function name '%s' is not a C identifier",
+				    f->name);
+		fp->have_name = 1;
+	} else if (strcmp(key, "args") == 0) {
+		return parse_args(c, v, f);
+	} else if (strcmp(key, "effect") == 0) {
+		char buf[32];
+
+		if (get_string(c, "effect", v, buf, sizeof buf) != 0)
+			return -1;
+		for (i = 0; i < sizeof effects / sizeof effects[0]; i++)
+			if (strcmp(buf, effects[i].name) == 0)
+				break;
+		if (i == sizeof effects / sizeof effects[0])
+			return fail(c, node_line(v), "unknown effect '%s' (effects: %s)", buf,
+				    EFFECTS_LIST);
+		f->effect = effects[i].fx;
+		fp->effect = v;
+	} else if (strcmp(key, "ret") == 0) {
+		char buf[32];
+
+		if (get_string(c, "ret", v, buf, sizeof buf) != 0)
+			return -1;
+		if (strcmp(buf, "int") == 0)
+			f->ret_kind = DC_RET_INT;
+		else if (strcmp(buf, "long") == 0)
+			f->ret_kind = DC_RET_LONG;
+		else if (strcmp(buf, "pointer") == 0)
+			f->ret_kind = DC_RET_POINTER;
+		else
+			return fail(c, node_line(v), "unknown ret '%s' (int, long or pointer)", buf);
+	}
+	return 0;
+}
+
+/* Parses one item of `functions` into f. */
+static int parse_func(struct ctx *c, const yaml_node_t *n, struct dc_func *f)
+{
+	static const char *const keys[] = { "name", "args", "effect", "ret", NULL };
+	struct func_parse fp = { f, NULL, 0 };
+	size_t i;
+
+	memset(f, 0, sizeof *f);
+	f->ret_kind = DC_RET_INT;
+	f->line = node_line(n);
+	if (n->type != YAML_MAPPING_NODE)
+		return fail(c, node_line(n), "a function must be a mapping with 'name', not %s",
+			    node_type_name(n));
+	if (each_pair(c, n, keys, func_field, &fp) != 0)
+		return -1;
+	if (!fp.have_name)
+		return fail(c, node_line(n), "function has no 'name'");
+
+	/* An effect acts on an argument: it must be there. */
+	for (i = 0; fp.effect && i < sizeof effect_needs / sizeof effect_needs[0]; i++) {
+		int j, have = 0;
+
+		if (effect_needs[i].fx != f->effect)
+			continue;
+		for (j = 0; j < f->nargs; j++)
+			have += f->args[j].kind == effect_needs[i].kind;
+		if (have < effect_needs[i].n)
+			return fail(c, node_line(fp.effect), "effect '%s' of '%s' needs %s "
+				    "of kind '%s'", scalar(fp.effect), f->name,
+				    effect_needs[i].n > 1 ? "two arguments" : "an argument",
+				    arg_kinds[effect_needs[i].kind].name);
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The file
+ * ------------------------------------------------------------------------------------- */
+
+/* each_pair callback for the top-level mapping. */
+static int top_field(struct ctx *c, const char *key, const yaml_node_t *k,
+		     const yaml_node_t *v, void *arg)
+{
+	struct dc_layer *l = arg;
+	yaml_node_item_t *it;
+	int i;
+
+	(void)k;
+	if (strcmp(key, "layer") == 0)
+		return get_string(c, "layer", v, l->name, sizeof l->name);
+	if (strcmp(key, "library") == 0)
+		return get_string(c, "library", v, l->library, sizeof l->library);
+
+	/* functions */
+	if (v->type != YAML_SEQUENCE_NODE)
+		return fail(c, node_line(v), "'functions' must be a list, not %s",
+			    node_type_name(v));
+	if (v->data.sequence.items.top == v->data.sequence.items.start)
+		return fail(c, node_line(v), "'functions' is empty");
+	l->funcs = calloc((size_t)(v->data.sequence.items.top - v->data.sequence.items.start),
+			  sizeof *l->funcs);
+	if (!l->funcs)
+		return fail(c, node_line(v), "out of memory");
+	for (it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+		yaml_node_t *fn = yaml_document_get_node(c->doc, *it);
+		struct dc_func *f = &l->funcs[l->nfuncs];
+
+		if (!fn)
+			return fail(c, node_line(v), "bad function list");
+		if (parse_func(c, fn, f) != 0)
+			return -1;
+		for (i = 0; i < l->nfuncs; i++)
+			if (strcmp(l->funcs[i].name, f->name) == 0)
+				return fail(c, f->line, "duplicate function '%s' (first at line %d)",
+					    f->name, l->funcs[i].line);
+		l->nfuncs++;
+	}
+	return 0;
+}
+
+/* Reads a whole file into memory. Returns the buffer (NUL-terminated) or NULL, errno set. */
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *fp = fopen(path, "rb");
+	char *buf = NULL;
+	size_t cap = 0, n = 0;
+
+	if (!fp)
+		return NULL;
+	for (;;) {
+		size_t r;
+
+		if (cap - n < 4096) {
+			char *nb;
+
+			cap = cap ? cap * 2 : 16384;
+			if (cap > FILE_MAX || !(nb = realloc(buf, cap + 1))) {
+				free(buf);
+				fclose(fp);
+				errno = cap > FILE_MAX ? EFBIG : ENOMEM;
+				return NULL;
+			}
+			buf = nb;
+		}
+		r = fread(buf + n, 1, cap - n, fp);
+		n += r;
+		if (r == 0)
+			break;
+	}
+	if (ferror(fp)) {
+		int e = errno;
+
+		free(buf);
+		fclose(fp);
+		errno = e ? e : EIO;
+		return NULL;
+	}
+	fclose(fp);
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+/* Formats a libyaml parser error as "PATH:LINE: message". */
+static void yaml_fail(struct ctx *c, const yaml_parser_t *p, const char *text, size_t len)
+{
+	int line;
+
+	if (p->error == YAML_READER_ERROR) {
+		/* Reader errors (bad encoding) carry a byte offset, not a mark. */
+		size_t i;
+
+		line = 1;
+		for (i = 0; i < p->problem_offset && i < len; i++)
+			line += text[i] == '\n';
+		fail(c, line, "%s", p->problem ? p->problem : "cannot read the file");
+		return;
+	}
+	if (p->error == YAML_MEMORY_ERROR) {
+		fail(c, 1, "out of memory");
+		return;
+	}
+	line = (int)p->problem_mark.line + 1;
+	if (p->context)
+		fail(c, line, "YAML syntax error: %s (%s that started at line %d)",
+		     p->problem ? p->problem : "error", p->context,
+		     (int)p->context_mark.line + 1);
+	else
+		fail(c, line, "YAML syntax error: %s", p->problem ? p->problem : "error");
+}
+
+struct dc_layer *dc_layer_load(const char *path, char *err, size_t errlen)
+{
+	static const char *const keys[] = { "layer", "library", "functions", NULL };
+	struct ctx c = { path, NULL, err, errlen, 0 };
+	yaml_parser_t parser;
+	yaml_document_t doc, extra;
+	yaml_node_t *root;
+	struct dc_layer *l;
+	char *text;
+	size_t len = 0;
+
+	if (!(text = slurp(path, &len))) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (!(l = calloc(1, sizeof *l))) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		free(text);
+		return NULL;
+	}
+	if (strlen(path) >= sizeof l->path) {
+		snprintf(err, errlen, "%s: path longer than %zu characters", path,
+			 sizeof l->path - 1);
+		free(text);
+		free(l);
+		return NULL;
+	}
+	strcpy(l->path, path);
+
+	if (!yaml_parser_initialize(&parser)) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		free(text);
+		free(l);
+		return NULL;
+	}
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		yaml_fail(&c, &parser, text, len);
+		yaml_parser_delete(&parser);
+		free(text);
+		free(l);
+		return NULL;
+	}
+	c.doc = &doc;
+
+	root = yaml_document_get_root_node(&doc);
+	if (!root) {
+		fail(&c, 1, "empty file: expected 'layer', 'library' and 'functions'");
+	} else if (root->type != YAML_MAPPING_NODE) {
+		fail(&c, node_line(root), "expected a mapping with 'layer', 'library' and "
+		     "'functions', not %s", node_type_name(root));
+	} else if (each_pair(&c, root, keys, top_field, l) == 0) {
+		if (!l->name[0])
+			fail(&c, node_line(root), "missing 'layer'");
+		else if (!l->library[0])
+			fail(&c, node_line(root), "missing 'library'");
+		else if (!l->funcs)
+			fail(&c, node_line(root), "missing 'functions'");
+	}
+
+	/* One document per file: a second one (after `---`) is a mistake. */
+	if (!c.failed) {
+		if (!yaml_parser_load(&parser, &extra)) {
+			yaml_fail(&c, &parser, text, len);
+		} else {
+			root = yaml_document_get_root_node(&extra);
+			if (root)
+				fail(&c, node_line(root), "more than one YAML document");
+			yaml_document_delete(&extra);
+		}
+	}
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	free(text);
+	if (c.failed) {
+		dc_layer_free(l);
+		return NULL;
+	}
+	return l;
+}
+
+const struct dc_func *dc_layer_func(const struct dc_layer *l, const char *name)
+{
+	int i;
+
+	if (!l || !name)
+		return NULL;
+	for (i = 0; i < l->nfuncs; i++)
+		if (strcmp(l->funcs[i].name, name) == 0)
+			return &l->funcs[i];
+	return NULL;
+}
+
+void dc_layer_free(struct dc_layer *l)
+{
+	if (!l)
+		return;
+	free(l->funcs);
+	free(l);
+}

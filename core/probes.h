@@ -1,0 +1,80 @@
+/* probes.h: probe descriptions (probes/<layer>.yaml, read with libyaml): which functions a
+ * layer has, the library they live in, what each argument is and what a call does to fds. */
+#ifndef DC_PROBES_H
+#define DC_PROBES_H
+
+#include <stddef.h>
+
+#define DC_PROBE_ARGS 6
+
+/* What an argument is; decides how it is recorded and named in the trace. */
+enum dc_arg_kind {
+	DC_ARG_NONE = 0, /* not recorded ("_" in the description) */
+	DC_ARG_INT,      /* C int (32 bits, the register's upper half ignored), signed */
+	DC_ARG_UINT,     /* C unsigned int (32 bits): flags */
+	DC_ARG_FD,       /* file descriptor (C int) under its name; the first one gives fhash */
+	DC_ARG_DIRFD,    /* dirfd of *at() calls: relative paths resolve against it */
+	DC_ARG_PATH,     /* const char * path: resolved to an absolute path, gives fhash */
+	DC_ARG_IOV,      /* const struct iovec *: `count` becomes the sum of iov_len */
+	DC_ARG_IOVCNT,   /* number of iovec entries */
+	DC_ARG_DIR,      /* DIR * stream: gives fhash from the opendir that returned it */
+	DC_ARG_LONG,     /* 64-bit signed: size_t, ssize_t, off_t (count, offset, size) */
+	DC_ARG_MODE,     /* mode_t of open(2): recorded only when the call's flags have
+			    O_CREAT or O_TMPFILE (else the register holds garbage), or when
+			    the function has no flags argument (creat, mkdir) */
+};
+
+/* What the return value is (x86-64 SysV: rax; a C int leaves the upper half undefined). */
+enum dc_ret_kind {
+	DC_RET_INT = 0,  /* C int: -1 on error (open, close, fsync) */
+	DC_RET_LONG,     /* ssize_t / off_t: read, write, lseek */
+	DC_RET_POINTER,  /* a pointer: mmap, opendir (MAP_FAILED / NULL on error) */
+};
+
+/* What a successful call does to the per-process fd table (applied on return). */
+enum dc_effect {
+	DC_FX_NONE = 0,
+	DC_FX_OPEN,     /* ret is a new fd for the path argument */
+	DC_FX_CLOSE,    /* the fd argument is closed */
+	DC_FX_DUP,      /* ret is a copy of the fd argument */
+	DC_FX_DUP2,     /* the second fd argument becomes a copy of the first */
+	DC_FX_FCNTL,    /* fcntl: F_DUPFD / F_DUPFD_CLOEXEC make ret a copy of the fd */
+	DC_FX_CHDIR,    /* the process's cwd becomes the path argument */
+	DC_FX_FCHDIR,   /* the process's cwd becomes the fd argument's path */
+	DC_FX_OPENDIR,  /* ret is a DIR * for the path argument */
+	DC_FX_FDOPENDIR,/* ret is a DIR * for the fd argument */
+	DC_FX_CLOSEDIR, /* the DIR * argument is closed */
+};
+
+struct dc_arg {
+	char name[32];          /* the C parameter name written as the args key */
+	enum dc_arg_kind kind;
+};
+
+struct dc_func {
+	char name[64];          /* the symbol, as the user knows it */
+	struct dc_arg args[DC_PROBE_ARGS];
+	int nargs;
+	enum dc_effect effect;
+	enum dc_ret_kind ret_kind; /* `ret:` int (default), long or pointer */
+	int line;               /* line in the description file, for messages */
+};
+
+struct dc_layer {
+	char path[512];         /* the description file it came from */
+	char name[32];          /* the layer as written into `cat`: POSIX, STDIO, ... */
+	char library[64];       /* soname prefix of the library, e.g. "libc.so" */
+	struct dc_func *funcs;
+	int nfuncs;
+};
+
+/* Parses a probe description file. Returns NULL with a one-line error in err naming the
+ * file and line ("probes/posix.yaml:12: unknown field 'argz'"). Format: docs/probes.md. */
+struct dc_layer *dc_layer_load(const char *path, char *err, size_t errlen);
+
+/* Finds a function of the layer by name, NULL when absent. */
+const struct dc_func *dc_layer_func(const struct dc_layer *l, const char *name);
+
+void dc_layer_free(struct dc_layer *l);
+
+#endif

@@ -1,0 +1,539 @@
+/* session.c: runs one trace session: privileges, script, probe resolution, the child
+ * held before exec until every probe is attached, the libuv loop, signals, the trace end. */
+#define _GNU_SOURCE
+#include "session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <uv.h>
+
+#include "attach.h"
+#include "consumer.h"
+#include "elfsym.h"
+#include "lua_api.h"
+#include "writer.h"
+
+struct session {
+	const struct dc_opts *o;
+	uv_loop_t loop;
+	uv_poll_t rb_poll, pidfd_poll;
+	uv_signal_t sig[5];
+	uv_timer_t flush_timer;
+	struct dc_bpf *bpf;
+	struct dc_script *script;
+	struct dc_consumer *cons;
+	struct dc_writer *w;
+	int child;           /* the traced root process */
+	int started;         /* we forked it (vs -p) */
+	int status;          /* its wait status */
+	int done;
+	int cut;             /* the writer failed: the trace is incomplete */
+	int pidfd;
+	char trace_path[PATH_MAX];
+};
+
+static void fail(const char *what)
+{
+	fprintf(stderr, "datacrumbs: %s\n", what);
+}
+
+/* Root, or CAP_BPF + CAP_PERFMON (kernel >= 5.8), or CAP_SYS_ADMIN. capget(2). */
+static int check_privileges(char *err, size_t errlen)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+	if (syscall(SYS_capget, &h, d) != 0) {
+		snprintf(err, errlen, "cannot read capabilities: %s", strerror(errno));
+		return -1;
+	}
+#define HAS(c) (d[(c) / 32].effective & (1u << ((c) % 32)))
+	if (HAS(CAP_SYS_ADMIN) || (HAS(39 /* CAP_BPF */) && HAS(38 /* CAP_PERFMON */)))
+		return 0;
+#undef HAS
+	snprintf(err, errlen, "permission denied: datacrumbs needs root, or CAP_BPF and "
+		 "CAP_PERFMON (try sudo)");
+	return -1;
+}
+
+/* The trace file path: -o DIR -> DIR/<exec>-<host>-<pid>.pfw[.gz], -o FILE -> FILE.
+ * Checks the directory exists and is writable. */
+static int output_path(const struct dc_opts *o, const char *exec, const char *host, int pid,
+		       char *out, size_t outlen, char *err, size_t errlen)
+{
+	const char *dir = o->output ? o->output : ".";
+	struct stat st;
+	int isdir = stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+	const char *slash = strrchr(exec, '/');
+	const char *base = slash ? slash + 1 : exec;
+	if (isdir || (o->output && o->output[strlen(o->output) - 1] == '/')) {
+		if (!isdir) {
+			snprintf(err, errlen, "output directory %s does not exist", dir);
+			return -1;
+		}
+		snprintf(out, outlen, "%s/%s-%s-%d.pfw%s", dir, base, host, pid,
+			 o->compress ? ".gz" : "");
+	} else {
+		snprintf(out, outlen, "%s", o->output);
+	}
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof(parent), "%s", out);
+	char *s = strrchr(parent, '/');
+	if (s)
+		*s = 0;
+	else
+		snprintf(parent, sizeof(parent), ".");
+	if (access(parent[0] ? parent : "/", W_OK) != 0) {
+		snprintf(err, errlen, "output directory %s: %s", parent[0] ? parent : "/",
+			 strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* The file of the library named by prefix that process pid has mapped (/proc/PID/maps). */
+static int mapped_library(int pid, const char *prefix, char *out, size_t outlen)
+{
+	char path[64], line[PATH_MAX + 128];
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	int found = -1;
+	while (found && fgets(line, sizeof(line), f)) {
+		char *file = strchr(line, '/');
+		if (!file)
+			continue;
+		file[strcspn(file, "\n")] = 0;
+		const char *base = strrchr(file, '/') + 1;
+		if (!strncmp(base, prefix, strlen(prefix))) {
+			snprintf(out, outlen, "/proc/%d/root%s", pid, file);
+			found = 0;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* Resolves every function the script asked for to (library, offset) probes. Functions
+ * the library lacks get a warning. Returns the number of probes, or -1 with err. */
+static int resolve_probes(struct session *s, const char *binary, char *err, size_t errlen)
+{
+	int nreq, total = 0;
+	const struct dc_probe_req *reqs = dc_script_reqs(s->script, &nreq);
+	if (nreq == 0) {
+		snprintf(err, errlen, "%s asks for no probes (call datacrumbs.probe in it)",
+			 s->o->script);
+		return -1;
+	}
+	for (int i = 0; i < nreq; i++) {
+		const struct dc_probe_req *r = &reqs[i];
+		const struct dc_layer *l = r->layer;
+		char lib[PATH_MAX];
+		int found = s->started
+			? dc_elf_find_library(binary, l->library, lib, sizeof(lib), err, errlen)
+			: (mapped_library(s->o->pid, l->library, lib, sizeof(lib)) ? 1 : 0);
+		if (found < 0)
+			return -1;
+		if (found == 1) {
+			fprintf(stderr, "datacrumbs: warning: %s does not load %s (a static binary?): "
+				"layer %s is not traced\n", binary, l->library, l->name);
+			continue;
+		}
+		struct dc_elf_syms *syms = dc_elf_syms_open(lib, err, errlen);
+		if (!syms)
+			return -1;
+		/* the asked functions, then (hidden) the rest of the layer's functions that
+		 * change fds or the cwd, so paths stay right whatever subset is asked for */
+		for (int pass = 0; pass < 2; pass++) {
+			int n = pass == 0 && r->funcs ? r->nfuncs : l->nfuncs;
+			for (int k = 0; k < n; k++) {
+				const struct dc_func *f = pass == 0 && r->funcs
+					? dc_layer_func(l, r->funcs[k]) : &l->funcs[k];
+				int hidden = pass == 1;
+				if (hidden && (!r->funcs || f->effect == DC_FX_NONE))
+					continue;
+				uint64_t off = dc_elf_sym_offset(syms, f->name);
+				if (!off) {
+					if (!hidden)
+						fprintf(stderr, "datacrumbs: warning: %s is not exported "
+							"by %s (%s:%d): not traced\n", f->name, lib,
+							l->path, f->line);
+					continue;
+				}
+				if (dc_bpf_add_probe(s->bpf, l, f, lib, off, hidden) < 0) {
+					snprintf(err, errlen, "too many probes");
+					dc_elf_syms_close(syms);
+					return -1;
+				}
+				total += !hidden;
+			}
+		}
+		dc_elf_syms_close(syms);
+	}
+	return total;
+}
+
+/* CLOCK_REALTIME - CLOCK_MONOTONIC, ns: shifts kernel timestamps to the epoch. */
+static int64_t mono_to_real(void)
+{
+	struct timespec r, m, r2;
+	clock_gettime(CLOCK_REALTIME, &r);
+	clock_gettime(CLOCK_MONOTONIC, &m);
+	clock_gettime(CLOCK_REALTIME, &r2);
+	int64_t real = ((int64_t)r.tv_sec * 1000000000 + r.tv_nsec +
+			(int64_t)r2.tv_sec * 1000000000 + r2.tv_nsec) / 2;
+	return real - ((int64_t)m.tv_sec * 1000000000 + m.tv_nsec);
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (uint64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+/* Drains the ring buffer; a writer failure cuts the trace (reported once). */
+static void drain(struct session *s)
+{
+	if (dc_consumer_drain(s->cons) < 0 && !s->cut) {
+		s->cut = 1;
+		fprintf(stderr, "datacrumbs: cannot write %s: %s: the trace is cut here\n",
+			s->trace_path, strerror(errno));
+	}
+}
+
+static void finish(struct session *s)
+{
+	if (s->done)
+		return;
+	s->done = 1;
+	drain(s);
+	uv_stop(&s->loop);
+}
+
+static void on_ringbuf(uv_poll_t *h, int status, int events)
+{
+	(void)status;
+	(void)events;
+	drain(h->data);
+}
+
+static void on_flush(uv_timer_t *t)
+{
+	struct session *s = t->data;
+	if (!s->cut && dc_writer_flush(s->w) < 0) {
+		s->cut = 1;
+		fprintf(stderr, "datacrumbs: cannot write %s: %s: the trace is cut here\n",
+			s->trace_path, strerror(errno));
+	}
+}
+
+static void on_signal(uv_signal_t *h, int sig)
+{
+	struct session *s = h->data;
+	if (sig == SIGCHLD) {
+		int st;
+		pid_t p;
+		while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+			if (p == s->child && (WIFEXITED(st) || WIFSIGNALED(st))) {
+				s->status = st;
+				finish(s);
+			}
+		}
+		return;
+	}
+	if (s->started) {
+		kill(s->child, sig); /* the app ends the way a shell would end it */
+	} else {
+		finish(s);           /* -p: stop tracing, leave the process alone */
+	}
+}
+
+static void on_pidfd(uv_poll_t *h, int status, int events)
+{
+	(void)status;
+	(void)events;
+	finish(h->data);
+}
+
+static void close_handle(uv_handle_t *h, void *arg)
+{
+	(void)arg;
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+/* Forks the command's process, held before exec until *go is written to. Returns its
+ * pid; the child reports an exec failure's errno through the close-on-exec status pipe. */
+static int spawn_held(char *const argv[], const char *path, int *go, int *status)
+{
+	int gop[2], stp[2];
+	if (pipe2(gop, O_CLOEXEC) || pipe2(stp, O_CLOEXEC))
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		char c;
+		close(gop[1]);
+		close(stp[0]);
+		ssize_t n;
+		do
+			n = read(gop[0], &c, 1);
+		while (n < 0 && errno == EINTR);
+		if (n != 1)
+			_exit(DC_EXIT_FAIL); /* datacrumbs gave up before the start */
+		signal(SIGPIPE, SIG_DFL);
+		execv(path, argv);
+		int e = errno;
+		if (write(stp[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(gop[0]);
+	close(stp[1]);
+	*go = gop[1];
+	*status = stp[0];
+	return pid;
+}
+
+/* The command line as one string, for the start record's cmd_hash. */
+static void join_args(char **v, char *out, size_t outlen)
+{
+	size_t n = 0;
+	out[0] = 0;
+	for (int i = 0; v && v[i] && n + 1 < outlen; i++)
+		n += snprintf(out + n, outlen - n, "%s%s", i ? " " : "", v[i]);
+}
+
+/* The `start` record of the trace (cat datacrumbs), format contract "tracer's own". */
+static void write_start(struct session *s, const char *exec, char **cmdv, uint64_t ts)
+{
+	char cmdline[4096], cwd[PATH_MAX];
+	join_args(cmdv, cmdline, sizeof(cmdline));
+	if (!getcwd(cwd, sizeof(cwd)))
+		snprintf(cwd, sizeof(cwd), "/");
+	int p = s->child;
+	char cmd_h[17], exec_h[17], cwd_h[17];
+	memcpy(cmd_h, dc_writer_string(s->w, p, p, cmdline), 17);
+	memcpy(exec_h, dc_writer_string(s->w, p, p, exec), 17);
+	memcpy(cwd_h, dc_writer_file(s->w, p, p, cwd), 17);
+	dc_writer_begin(s->w, dc_consumer_own_id(s->cons), "start", "datacrumbs", p, p, ts, 0);
+	dc_writer_arg_str(s->w, "cmd_hash", cmd_h);
+	dc_writer_arg_str(s->w, "exec_hash", exec_h);
+	dc_writer_arg_str(s->w, "cwd", cwd_h);
+	dc_writer_arg_str(s->w, "version", DC_VERSION);
+	dc_writer_arg_int(s->w, "ppid", getpid());
+	dc_writer_end(s->w);
+}
+
+int dc_session_run(const struct dc_opts *o, int argc, char **argv)
+{
+	(void)argc;
+	struct session S = { .o = o, .pidfd = -1, .child = -1 }, *s = &S;
+	char err[PATH_MAX + 1024], script_path[PATH_MAX], exec[PATH_MAX], host[256];
+	int rc = DC_EXIT_FAIL, go = -1, stfd = -1;
+	uint64_t stats[DC_STAT_NR] = { 0 };
+
+	if (check_privileges(err, sizeof(err))) {
+		fail(err);
+		return DC_EXIT_FAIL;
+	}
+	if (uv_loop_init(&s->loop)) {
+		fail("cannot create the event loop");
+		return DC_EXIT_FAIL;
+	}
+	struct dc_run_info info = { .output = o->output, .mode = "trace", .pid = o->pid,
+				    .cmd = o->cmd, .script_args = o->script_args };
+	s->script = dc_script_new(&s->loop, &info);
+	if (!s->script) {
+		fail("cannot create the Lua state: out of memory");
+		goto out;
+	}
+	if (dc_script_find(o->script, script_path, sizeof(script_path), err, sizeof(err)) ||
+	    dc_script_run(s->script, script_path, err, sizeof(err))) {
+		fail(err);
+		goto out;
+	}
+
+	/* what is traced: CMD resolved like execvp, or the running process */
+	if (o->cmd) {
+		if (dc_elf_which(o->cmd[0], exec, sizeof(exec), err, sizeof(err))) {
+			fail(err);
+			rc = 127;
+			goto out;
+		}
+		s->started = 1;
+	} else {
+		char link[64];
+		snprintf(link, sizeof(link), "/proc/%d/exe", o->pid);
+		ssize_t n = readlink(link, exec, sizeof(exec) - 1);
+		if (n < 0) {
+			snprintf(err, sizeof(err), "-p %d: %s", o->pid,
+				 errno == ENOENT ? "no such process" : strerror(errno));
+			fail(err);
+			goto out;
+		}
+		exec[n] = 0;
+		s->child = o->pid;
+	}
+	if (gethostname(host, sizeof(host)))
+		snprintf(host, sizeof(host), "localhost");
+	host[sizeof(host) - 1] = 0;
+
+	s->bpf = dc_bpf_open(o->ringbuf_bytes, err, sizeof(err));
+	if (!s->bpf) {
+		fail(err);
+		goto out;
+	}
+	if (resolve_probes(s, exec, err, sizeof(err)) < 0) {
+		fail(err);
+		goto out;
+	}
+	if (output_path(o, exec, host, s->started ? 0 : o->pid, s->trace_path,
+			sizeof(s->trace_path), err, sizeof(err))) {
+		fail(err);
+		goto out;
+	}
+
+	if (s->started) {
+		s->child = spawn_held(o->cmd, exec, &go, &stfd);
+		if (s->child < 0) {
+			snprintf(err, sizeof(err), "cannot fork: %s", strerror(errno));
+			fail(err);
+			goto out;
+		}
+		/* now the pid is known: name the file after it */
+		output_path(o, exec, host, s->child, s->trace_path, sizeof(s->trace_path),
+			    err, sizeof(err));
+	}
+	s->w = dc_writer_open(s->trace_path, o->compress, host, s->child, s->child, err,
+			      sizeof(err));
+	if (!s->w) {
+		fail(err);
+		goto out;
+	}
+	s->cons = dc_consumer_new(s->bpf, s->w, s->script, mono_to_real(), err, sizeof(err));
+	if (!s->cons || dc_bpf_trace_pid(s->bpf, s->child)) {
+		fail(s->cons ? "cannot mark the process traced" : err);
+		goto out;
+	}
+	if (dc_bpf_attach(s->bpf, err, sizeof(err)) < 0) {
+		fail(err);
+		goto out;
+	}
+	const char *base = strrchr(exec, '/') ? strrchr(exec, '/') + 1 : exec;
+	dc_consumer_add_process(s->cons, s->child, base);
+	write_start(s, base, o->cmd ? o->cmd : argv, now_us());
+
+	/* the loop: ring buffer, signals, the flush timer, the -p process's pidfd */
+	uv_poll_init(&s->loop, &s->rb_poll, dc_consumer_fd(s->cons));
+	s->rb_poll.data = s;
+	uv_poll_start(&s->rb_poll, UV_READABLE, on_ringbuf);
+	int sigs[5] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	for (int i = 0; i < 5; i++) {
+		uv_signal_init(&s->loop, &s->sig[i]);
+		s->sig[i].data = s;
+		uv_signal_start(&s->sig[i], on_signal, sigs[i]);
+	}
+	uv_timer_init(&s->loop, &s->flush_timer);
+	s->flush_timer.data = s;
+	uv_timer_start(&s->flush_timer, on_flush, o->flush_ms, o->flush_ms);
+	if (!s->started) {
+		s->pidfd = syscall(SYS_pidfd_open, o->pid, 0);
+		if (s->pidfd < 0) {
+			snprintf(err, sizeof(err), "-p %d: %s", o->pid, strerror(errno));
+			fail(err);
+			goto out;
+		}
+		uv_poll_init(&s->loop, &s->pidfd_poll, s->pidfd);
+		s->pidfd_poll.data = s;
+		uv_poll_start(&s->pidfd_poll, UV_READABLE, on_pidfd);
+	}
+
+	if (s->started) {
+		/* every probe is attached: let the command exec */
+		char c = 1;
+		if (write(go, &c, 1) != 1) {
+			snprintf(err, sizeof(err), "cannot start %s: %s", o->cmd[0], strerror(errno));
+			fail(err);
+			goto out;
+		}
+		close(go);
+		go = -1;
+		int e;
+		ssize_t n;
+		do
+			n = read(stfd, &e, sizeof(e));
+		while (n < 0 && errno == EINTR);
+		if (n == sizeof(e)) {
+			snprintf(err, sizeof(err), "%s: cannot execute: %s", o->cmd[0], strerror(e));
+			fail(err);
+		}
+		close(stfd);
+		stfd = -1;
+	}
+	uv_run(&s->loop, UV_RUN_DEFAULT);
+	drain(s);
+
+	/* the end record tells a reader whether the trace is complete */
+	dc_bpf_stats(s->bpf, stats);
+	dc_writer_begin(s->w, dc_consumer_own_id(s->cons), "end", "datacrumbs", s->child,
+			s->child, now_us(), 0);
+	dc_writer_arg_uint(s->w, "num_events", dc_consumer_written(s->cons));
+	dc_writer_arg_uint(s->w, "lost", stats[DC_STAT_LOST]);
+	dc_writer_arg_uint(s->w, "dropped", dc_consumer_dropped(s->cons));
+	dc_writer_end(s->w);
+
+	if (s->started) {
+		rc = WIFEXITED(s->status) ? WEXITSTATUS(s->status)
+		   : WIFSIGNALED(s->status) ? 128 + WTERMSIG(s->status) : DC_EXIT_FAIL;
+	} else {
+		rc = 0;
+	}
+out:
+	if (go >= 0) {
+		/* we failed before the start: the held child exits without running CMD */
+		close(go);
+		waitpid(s->child, NULL, 0);
+	}
+	if (stfd >= 0)
+		close(stfd);
+	if (s->pidfd >= 0)
+		close(s->pidfd);
+	dc_bpf_close(s->bpf); /* detach first: nothing stays attached past this point */
+	if (s->w) {
+		int complete = !s->cut && s->done;
+		uint64_t n = s->cons ? dc_consumer_written(s->cons) : 0;
+		if (dc_writer_close(s->w, complete) < 0 && !s->cut) {
+			s->cut = 1;
+			complete = 0;
+			fprintf(stderr, "datacrumbs: cannot write %s: %s\n", s->trace_path,
+				strerror(errno));
+		}
+		if (!o->quiet || !complete)
+			fprintf(stderr, "datacrumbs: %llu events written, %llu lost, trace %s%s\n",
+				(unsigned long long)n, (unsigned long long)stats[DC_STAT_LOST],
+				s->trace_path, complete ? "" : " (INCOMPLETE: cut short)");
+		if (!complete && rc == 0)
+			rc = DC_EXIT_FAIL;
+	}
+	dc_consumer_free(s->cons);
+	/* close our handles and the script's (luv) while the Lua state still exists */
+	uv_walk(&s->loop, close_handle, NULL);
+	uv_run(&s->loop, UV_RUN_DEFAULT);
+	dc_script_free(s->script);
+	uv_loop_close(&s->loop);
+	return rc;
+}

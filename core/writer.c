@@ -1,0 +1,871 @@
+/* writer.c: the DFTracer trace writer: JSON lines assembled in scratch buffers, a text
+ * buffer cut into gzip members (or written plain), FH/SH dedup tables, MD5 string hashes. */
+
+#define _GNU_SOURCE
+#define ZLIB_CONST /* zlib's next_in becomes const: we never modify the input */
+
+#include "writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+#include <zlib.h>
+
+/* Text buffered before it is compressed as one gzip member (or written plain). A line
+ * that does not fit in an empty buffer is written as a member of its own. */
+#define DC_TEXT_BUF (1024 * 1024)
+/* First size of the scratch line buffers; they grow (doubling) for long strings. */
+#define DC_LINE_BUF 4096
+/* First number of slots of a dedup table (a power of two). */
+#define DC_TAB_SLOTS 256
+/* Longest input handed to one deflate() call (avail_in is an unsigned int). */
+#define DC_ZCHUNK (1U << 30)
+
+/* A growable buffer in which one JSON line is assembled. */
+struct dc_line {
+	char *p;
+	size_t len;
+	size_t cap;
+};
+
+/* A distinct string of a dedup table, allocated once and never moved, so `hash` can be
+ * handed out until the writer is closed. */
+struct dc_strent {
+	size_t len;
+	char hash[17];
+	char str[]; /* len bytes and a NUL */
+};
+
+/* Open addressing, linear probing; slot e == NULL is empty. h caches the FNV-1a hash. */
+struct dc_slot {
+	uint64_t h;
+	struct dc_strent *e;
+};
+
+struct dc_strtab {
+	struct dc_slot *slots;
+	size_t cap; /* power of two, or 0 before the first insert */
+	size_t used;
+};
+
+/* One writer belongs to one thread at a time: nothing here locks. */
+struct dc_writer {
+	int fd;
+	int compress;
+	int in_event; /* an event is being assembled in `ev` */
+	int err;      /* first write error (an errno value), 0 if none; sticky */
+	uint64_t count;
+	char hhash[17];
+	char spare[17]; /* hash returned when a dedup entry cannot be allocated */
+
+	char *buf; /* text not yet compressed / written */
+	size_t len;
+	size_t cap;
+
+	z_stream zs;
+	int zinit;
+	unsigned char *zout;
+	size_t zcap;
+
+	struct dc_line ev;   /* the event being built */
+	struct dc_line meta; /* a metadata record being built */
+	struct dc_strtab fh;
+	struct dc_strtab sh;
+};
+
+/* ---------------------------------------------------------------------------------------
+ * Hashing
+ * ------------------------------------------------------------------------------------- */
+
+void dc_hash(const void *data, size_t len, char out[17])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	int i;
+
+	if (!EVP_Digest(data, len, md, &mdlen, EVP_md5(), NULL) || mdlen != 16) {
+		/* MD5 unavailable (e.g. an OpenSSL FIPS-only configuration). */
+		memset(out, '0', 16);
+		out[16] = '\0';
+		return;
+	}
+	for (i = 0; i < 8; i++) {
+		out[2 * i] = hex[md[2 * i] >> 4];
+		out[2 * i + 1] = hex[md[2 * i] & 15];
+	}
+	out[16] = '\0';
+}
+
+/* FNV-1a, for the dedup tables only (cheap; MD5 is computed once per new string). */
+static uint64_t fnv1a(const char *s, size_t n)
+{
+	uint64_t h = 14695981039346656037ULL;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Dedup tables
+ * ------------------------------------------------------------------------------------- */
+
+static struct dc_strent *strtab_find(const struct dc_strtab *t, const char *s, size_t n,
+				     uint64_t h)
+{
+	size_t mask, i;
+
+	if (t->cap == 0)
+		return NULL;
+	mask = t->cap - 1;
+	for (i = h & mask; t->slots[i].e != NULL; i = (i + 1) & mask) {
+		struct dc_strent *e = t->slots[i].e;
+
+		if (t->slots[i].h == h && e->len == n && memcmp(e->str, s, n) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+/* Doubles the slot array (or makes the first one). Returns 0, or -1 when out of memory. */
+static int strtab_grow(struct dc_strtab *t)
+{
+	size_t ncap = t->cap ? t->cap * 2 : DC_TAB_SLOTS;
+	struct dc_slot *ns;
+	size_t i, j;
+
+	ns = calloc(ncap, sizeof(*ns));
+	if (ns == NULL)
+		return -1;
+	for (i = 0; i < t->cap; i++) {
+		if (t->slots[i].e == NULL)
+			continue;
+		for (j = t->slots[i].h & (ncap - 1); ns[j].e != NULL; j = (j + 1) & (ncap - 1))
+			;
+		ns[j] = t->slots[i];
+	}
+	free(t->slots);
+	t->slots = ns;
+	t->cap = ncap;
+	return 0;
+}
+
+/* Adds e (not yet in the table). Keeps the load at most 1/2; if growing fails the table
+ * takes entries until it has one free slot left. Returns 0, or -1 when it is full. */
+static int strtab_add(struct dc_strtab *t, struct dc_strent *e, uint64_t h)
+{
+	size_t mask, i;
+
+	if ((t->used + 1) * 2 > t->cap && strtab_grow(t) < 0 && t->used + 1 >= t->cap)
+		return -1;
+	mask = t->cap - 1;
+	for (i = h & mask; t->slots[i].e != NULL; i = (i + 1) & mask)
+		;
+	t->slots[i].h = h;
+	t->slots[i].e = e;
+	t->used++;
+	return 0;
+}
+
+static void strtab_free(struct dc_strtab *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->cap; i++)
+		free(t->slots[i].e);
+	free(t->slots);
+	t->slots = NULL;
+	t->cap = t->used = 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * JSON escaping
+ * ------------------------------------------------------------------------------------- */
+
+/* Length of the well-formed UTF-8 sequence starting at s[0] (a byte >= 0x80), per
+ * Unicode table 3-7 (no overlongs, no surrogates, nothing above U+10FFFF); 0 if none. */
+static size_t utf8_seq(const unsigned char *s, size_t avail)
+{
+	unsigned char c = s[0];
+	unsigned char lo = 0x80, hi = 0xbf; /* range of the second byte */
+	size_t n, i;
+
+	if (c >= 0xc2 && c <= 0xdf) {
+		n = 2;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		n = 3;
+		if (c == 0xe0)
+			lo = 0xa0;
+		else if (c == 0xed)
+			hi = 0x9f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4;
+		if (c == 0xf0)
+			lo = 0x90;
+		else if (c == 0xf4)
+			hi = 0x8f;
+	} else {
+		return 0;
+	}
+	if (avail < n || s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+/* 1 for the bytes that go into a JSON string as they are: printable ASCII but '"' '\\'. */
+static const unsigned char dc_json_plain[256] = {
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 00 */
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 10 */
+	1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 20 */
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 30 */
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 40 */
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, /* 50 */
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 60 */
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 70 */
+	/* 80..ff: 0, UTF-8 is checked separately */
+};
+
+long dc_json_escape(char *buf, size_t cap, const char *s, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, o = 0;
+
+	while (i < len) {
+		size_t end, n;
+		unsigned char c;
+		char e;
+
+		/* Copy the run of bytes that need nothing, as far as buf has room. */
+		end = len - i < cap - o ? len : i + (cap - o);
+		while (i < end && dc_json_plain[u[i]])
+			buf[o++] = s[i++];
+		if (i == len)
+			break;
+		if (dc_json_plain[u[i]])
+			return -1; /* stopped for want of room */
+
+		c = u[i];
+		if (c >= 0x80) {
+			n = utf8_seq(u + i, len - i);
+			if (n > 0) {
+				if (cap - o < n)
+					return -1;
+				memcpy(buf + o, s + i, n);
+				o += n;
+				i += n;
+			} else {
+				if (cap - o < 6)
+					return -1;
+				memcpy(buf + o, "\\ufffd", 6);
+				o += 6;
+				i++;
+			}
+			continue;
+		}
+
+		/* '"', '\\' or a control character: a short form, or \u00XX. */
+		switch (c) {
+		case '"': e = '"'; break;
+		case '\\': e = '\\'; break;
+		case '\n': e = 'n'; break;
+		case '\t': e = 't'; break;
+		case '\r': e = 'r'; break;
+		case '\b': e = 'b'; break;
+		case '\f': e = 'f'; break;
+		default: e = 0; break;
+		}
+		if (cap - o < (e ? 2u : 6u))
+			return -1;
+		buf[o++] = '\\';
+		if (e) {
+			buf[o++] = e;
+		} else {
+			buf[o++] = 'u';
+			buf[o++] = '0';
+			buf[o++] = '0';
+			buf[o++] = hex[c >> 4];
+			buf[o++] = hex[c & 15];
+		}
+		i++;
+	}
+	return (long)o;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Line assembly. line_reserve() is called once per record piece with an upper bound of
+ * what it will append; the put_* helpers then write without checking.
+ * ------------------------------------------------------------------------------------- */
+
+static int line_reserve(struct dc_line *l, size_t extra)
+{
+	size_t need, ncap;
+	char *np;
+
+	if (l->cap - l->len >= extra)
+		return 0;
+	need = l->len + extra;
+	if (need < l->len)
+		return -1; /* overflow */
+	ncap = l->cap ? l->cap : DC_LINE_BUF;
+	while (ncap < need)
+		ncap *= 2;
+	np = realloc(l->p, ncap);
+	if (np == NULL)
+		return -1;
+	l->p = np;
+	l->cap = ncap;
+	return 0;
+}
+
+static void put_raw(struct dc_line *l, const char *s, size_t n)
+{
+	memcpy(l->p + l->len, s, n);
+	l->len += n;
+}
+
+/* For literals: the strlen of a constant folds away once this is inlined. */
+static inline void put_str(struct dc_line *l, const char *s)
+{
+	put_raw(l, s, strlen(s));
+}
+
+static const char dc_digits2[] =
+	"00010203040506070809101112131415161718192021222324"
+	"25262728293031323334353637383940414243444546474849"
+	"50515253545556575859606162636465666768697071727374"
+	"75767778798081828384858687888990919293949596979899";
+
+/* dc_pow10[n] = 10^n: v has more than n digits when v >= dc_pow10[n]. */
+static const uint64_t dc_pow10[20] = {
+	1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+	100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL,
+	10000000000000ULL, 100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL,
+	100000000000000000ULL, 1000000000000000000ULL, 10000000000000000000ULL,
+};
+
+/* Appends v in decimal, written in place from the end two digits at a time. Needs 20
+ * bytes reserved. */
+static void put_u64(struct dc_line *l, uint64_t v)
+{
+	size_t n = 1;
+	char *p;
+
+	while (n < 20 && v >= dc_pow10[n])
+		n++;
+	p = l->p + l->len + n;
+	l->len += n;
+	while (v >= 100) {
+		unsigned d = (unsigned)(v % 100) * 2;
+
+		v /= 100;
+		p -= 2;
+		p[0] = dc_digits2[d];
+		p[1] = dc_digits2[d + 1];
+	}
+	if (v >= 10) {
+		p[-2] = dc_digits2[v * 2];
+		p[-1] = dc_digits2[v * 2 + 1];
+	} else {
+		p[-1] = (char)('0' + v);
+	}
+}
+
+/* Needs 21 bytes reserved. */
+static void put_i64(struct dc_line *l, int64_t v)
+{
+	if (v < 0) {
+		l->p[l->len++] = '-';
+		put_u64(l, (uint64_t)0 - (uint64_t)v);
+	} else {
+		put_u64(l, (uint64_t)v);
+	}
+}
+
+/* Appends s escaped (no quotes). Needs 6 * n bytes reserved. */
+static void put_esc(struct dc_line *l, const char *s, size_t n)
+{
+	long o = dc_json_escape(l->p + l->len, l->cap - l->len, s, n);
+
+	if (o > 0)
+		l->len += (size_t)o;
+}
+
+/* Appends "s" quoted and escaped. Needs 6 * n + 2 bytes reserved. */
+static void put_qstr(struct dc_line *l, const char *s, size_t n)
+{
+	l->p[l->len++] = '"';
+	put_esc(l, s, n);
+	l->p[l->len++] = '"';
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Output: the text buffer, gzip members, write(2)
+ * ------------------------------------------------------------------------------------- */
+
+/* write(2) until all of p is out, retrying on EINTR and short writes. */
+static int write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n > 0) {
+		ssize_t r = write(fd, c, n);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (r == 0) {
+			errno = EIO;
+			return -1;
+		}
+		c += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* Remembers the first error; after it the writer discards its output (a member cut in
+ * the middle leaves the file unreadable past that point anyway). */
+static int fail(struct dc_writer *w, int e)
+{
+	if (w->err == 0)
+		w->err = e ? e : EIO;
+	errno = w->err;
+	return -1;
+}
+
+/* Compresses p as one complete gzip member and writes it. */
+static int write_member(struct dc_writer *w, const char *p, size_t n)
+{
+	int rc, flush;
+
+	w->zs.next_in = (const Bytef *)p;
+	do {
+		size_t chunk = n < DC_ZCHUNK ? n : DC_ZCHUNK;
+
+		w->zs.avail_in = (uInt)chunk;
+		n -= chunk;
+		flush = n == 0 ? Z_FINISH : Z_NO_FLUSH;
+		for (;;) {
+			size_t have;
+
+			w->zs.next_out = w->zout;
+			w->zs.avail_out = (uInt)w->zcap;
+			rc = deflate(&w->zs, flush);
+			if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
+				goto zerror;
+			have = w->zcap - w->zs.avail_out;
+			if (have > 0 && write_all(w->fd, w->zout, have) < 0)
+				goto werror;
+			if (flush == Z_FINISH && rc == Z_STREAM_END)
+				break; /* the member is complete */
+			if (flush == Z_NO_FLUSH && w->zs.avail_out != 0)
+				break; /* this chunk is consumed */
+			if (rc == Z_BUF_ERROR && have == 0)
+				goto zerror; /* no progress possible */
+		}
+	} while (n > 0);
+	deflateReset(&w->zs);
+	return 0;
+
+zerror:
+	errno = EIO;
+werror:
+	rc = errno;
+	deflateReset(&w->zs);
+	return fail(w, rc);
+}
+
+/* Writes p out: a gzip member, or the plain text. */
+static int output(struct dc_writer *w, const char *p, size_t n)
+{
+	if (w->err)
+		return fail(w, w->err);
+	if (w->compress)
+		return write_member(w, p, n);
+	if (write_all(w->fd, p, n) < 0)
+		return fail(w, errno);
+	return 0;
+}
+
+/* Writes out the buffered text (dropping it on error). A no-op when it is empty. */
+static int flush_text(struct dc_writer *w)
+{
+	int rc = 0;
+
+	if (w->len > 0)
+		rc = output(w, w->buf, w->len);
+	w->len = 0;
+	return rc;
+}
+
+/* Appends complete lines to the text buffer, flushing it first if they do not fit. */
+static void emit(struct dc_writer *w, const char *p, size_t n)
+{
+	if (n > w->cap - w->len) {
+		flush_text(w);
+		if (n > w->cap) {
+			output(w, p, n);
+			return;
+		}
+	}
+	memcpy(w->buf + w->len, p, n);
+	w->len += n;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Records
+ * ------------------------------------------------------------------------------------- */
+
+/* Writes {"name":rec,"cat":"dftracer","pid":P,"tid":T,"ph":"M","args":{"hhash":H,
+ * "name":name,"value":value}} at once, assembled in its own scratch line so that an
+ * event being built meanwhile still comes after it. */
+static void write_meta(struct dc_writer *w, const char *rec, int pid, int tid,
+		       const char *name, size_t nlen, const char *value)
+{
+	struct dc_line *l = &w->meta;
+	size_t rlen = strlen(rec), vlen = strlen(value);
+
+	l->len = 0;
+	if (line_reserve(l, 256 + 6 * (rlen + nlen + vlen)) < 0)
+		return; /* out of memory: the record is lost */
+	put_str(l, "{\"name\":");
+	put_qstr(l, rec, rlen);
+	put_str(l, ",\"cat\":\"dftracer\",\"pid\":");
+	put_i64(l, pid);
+	put_str(l, ",\"tid\":");
+	put_i64(l, tid);
+	put_str(l, ",\"ph\":\"M\",\"args\":{\"hhash\":\"");
+	put_raw(l, w->hhash, 16);
+	put_str(l, "\",\"name\":");
+	put_qstr(l, name, nlen);
+	put_str(l, ",\"value\":");
+	put_qstr(l, value, vlen);
+	put_str(l, "}}\n");
+	emit(w, l->p, l->len);
+}
+
+/* dc_writer_file / dc_writer_string: look s up in t, writing its `rec` record when new. */
+static const char *hashed_string(struct dc_writer *w, struct dc_strtab *t, const char *rec,
+				 int pid, int tid, const char *s)
+{
+	size_t n;
+	uint64_t h;
+	struct dc_strent *e;
+
+	if (s == NULL)
+		s = "";
+	n = strlen(s);
+	h = fnv1a(s, n);
+	e = strtab_find(t, s, n, h);
+	if (e != NULL)
+		return e->hash;
+
+	e = malloc(sizeof(*e) + n + 1);
+	if (e == NULL) {
+		/* Out of memory: still correct, but valid only until the next call. */
+		dc_hash(s, n, w->spare);
+		write_meta(w, rec, pid, tid, s, n, w->spare);
+		return w->spare;
+	}
+	e->len = n;
+	memcpy(e->str, s, n + 1);
+	dc_hash(s, n, e->hash);
+	write_meta(w, rec, pid, tid, s, n, e->hash);
+	if (strtab_add(t, e, h) < 0) {
+		memcpy(w->spare, e->hash, sizeof(w->spare));
+		free(e);
+		return w->spare;
+	}
+	return e->hash;
+}
+
+struct dc_writer *dc_writer_open(const char *path, int compress, const char *hostname,
+				 int pid, int tid, char *err, size_t errlen)
+{
+	struct dc_writer *w;
+	const char *why;
+	int e;
+
+	if (hostname == NULL)
+		hostname = "";
+	w = calloc(1, sizeof(*w));
+	if (w == NULL) {
+		why = "out of memory";
+		goto fail_msg;
+	}
+	w->fd = -1;
+	w->compress = compress ? 1 : 0;
+	w->cap = DC_TEXT_BUF;
+	w->buf = malloc(w->cap);
+	if (w->buf == NULL || line_reserve(&w->ev, DC_LINE_BUF) < 0 ||
+	    line_reserve(&w->meta, DC_LINE_BUF) < 0) {
+		why = "out of memory";
+		goto fail_msg;
+	}
+	if (w->compress) {
+		if (deflateInit2(&w->zs, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+			why = "cannot initialize zlib";
+			goto fail_msg;
+		}
+		w->zinit = 1;
+		w->zcap = deflateBound(&w->zs, w->cap);
+		w->zout = malloc(w->zcap);
+		if (w->zout == NULL) {
+			why = "out of memory";
+			goto fail_msg;
+		}
+	}
+
+	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (w->fd < 0) {
+		e = errno;
+		if (err && errlen)
+			snprintf(err, errlen, "cannot create %s: %s", path, strerror(e));
+		dc_writer_close(w, 0);
+		errno = e;
+		return NULL;
+	}
+
+	dc_hash(hostname, strlen(hostname), w->hhash);
+	memcpy(w->buf, "[\n", 2);
+	w->len = 2;
+	write_meta(w, "HH", pid, tid, hostname, strlen(hostname), w->hhash);
+	return w;
+
+fail_msg:
+	if (err && errlen)
+		snprintf(err, errlen, "cannot create %s: %s", path, why);
+	if (w != NULL)
+		dc_writer_close(w, 0);
+	errno = ENOMEM;
+	return NULL;
+}
+
+const char *dc_writer_file(struct dc_writer *w, int pid, int tid, const char *path)
+{
+	return hashed_string(w, &w->fh, "FH", pid, tid, path);
+}
+
+const char *dc_writer_string(struct dc_writer *w, int pid, int tid, const char *s)
+{
+	return hashed_string(w, &w->sh, "SH", pid, tid, s);
+}
+
+void dc_writer_meta(struct dc_writer *w, const char *kind, int pid, int tid,
+		    const char *name, const char *value)
+{
+	if (name == NULL)
+		name = "";
+	if (strcmp(kind, "thread_name") == 0 || strcmp(kind, "process_name") == 0)
+		value = kind;
+	else if (value == NULL)
+		value = "";
+	write_meta(w, kind, pid, tid, name, strlen(name), value);
+}
+
+/* Starts an event line: `{` then whatever the caller puts, then the args with hhash. */
+static int event_start(struct dc_writer *w, size_t nlen, size_t clen)
+{
+	w->ev.len = 0;
+	w->in_event = 0;
+	if (line_reserve(&w->ev, 256 + 6 * (nlen + clen)) < 0)
+		return -1;
+	w->in_event = 1;
+	return 0;
+}
+
+void dc_writer_begin(struct dc_writer *w, uint64_t id, const char *name, const char *cat,
+		     int pid, int tid, uint64_t ts_us, uint64_t dur_us)
+{
+	struct dc_line *l = &w->ev;
+	size_t nlen = strlen(name), clen = strlen(cat);
+
+	if (event_start(w, nlen, clen) < 0)
+		return;
+	put_str(l, "{\"id\":");
+	put_u64(l, id);
+	put_str(l, ",\"name\":");
+	put_qstr(l, name, nlen);
+	put_str(l, ",\"cat\":");
+	put_qstr(l, cat, clen);
+	put_str(l, ",\"pid\":");
+	put_i64(l, pid);
+	put_str(l, ",\"tid\":");
+	put_i64(l, tid);
+	put_str(l, ",\"ts\":");
+	put_u64(l, ts_us);
+	put_str(l, ",\"dur\":");
+	put_u64(l, dur_us);
+	put_str(l, ",\"ph\":\"X\",\"args\":{\"hhash\":\"");
+	put_raw(l, w->hhash, 16);
+	put_str(l, "\"");
+}
+
+void dc_writer_begin_counter(struct dc_writer *w, const char *name, const char *cat,
+			     int pid, int tid, uint64_t ts_us)
+{
+	struct dc_line *l = &w->ev;
+	size_t nlen = strlen(name), clen = strlen(cat);
+
+	if (event_start(w, nlen, clen) < 0)
+		return;
+	put_str(l, "{\"name\":");
+	put_qstr(l, name, nlen);
+	put_str(l, ",\"cat\":");
+	put_qstr(l, cat, clen);
+	put_str(l, ",\"ts\":");
+	put_u64(l, ts_us);
+	put_str(l, ",\"ph\":\"C\",\"pid\":");
+	put_i64(l, pid);
+	put_str(l, ",\"tid\":");
+	put_i64(l, tid);
+	put_str(l, ",\"args\":{\"hhash\":\"");
+	put_raw(l, w->hhash, 16);
+	put_str(l, "\"");
+}
+
+/* Starts an argument: reserves room for the key and `extra` bytes of value and writes
+ * `,"key":`. Returns -1 when no event is open, or when out of memory (the event is then
+ * dropped). */
+static int arg_key(struct dc_writer *w, const char *key, size_t extra)
+{
+	struct dc_line *l = &w->ev;
+	size_t klen;
+
+	if (!w->in_event)
+		return -1;
+	klen = strlen(key);
+	if (line_reserve(l, 6 * klen + 4 + extra) < 0) {
+		w->in_event = 0;
+		return -1;
+	}
+	l->p[l->len++] = ',';
+	put_qstr(l, key, klen);
+	l->p[l->len++] = ':';
+	return 0;
+}
+
+void dc_writer_arg_int(struct dc_writer *w, const char *key, int64_t v)
+{
+	if (arg_key(w, key, 21) == 0)
+		put_i64(&w->ev, v);
+}
+
+void dc_writer_arg_uint(struct dc_writer *w, const char *key, uint64_t v)
+{
+	if (arg_key(w, key, 20) == 0)
+		put_u64(&w->ev, v);
+}
+
+void dc_writer_arg_double(struct dc_writer *w, const char *key, double v)
+{
+	char tmp[40];
+	int n, i;
+
+	if (arg_key(w, key, sizeof(tmp)) < 0)
+		return;
+	if (!isfinite(v)) {
+		put_str(&w->ev, "0"); /* JSON has no nan/inf */
+		return;
+	}
+	/* The shortest of %.15g / %.17g that reads back as v. */
+	n = snprintf(tmp, sizeof(tmp), "%.15g", v);
+	if (strtod(tmp, NULL) != v)
+		n = snprintf(tmp, sizeof(tmp), "%.17g", v);
+	if (n <= 0 || (size_t)n >= sizeof(tmp)) {
+		put_str(&w->ev, "0");
+		return;
+	}
+	for (i = 0; i < n; i++)
+		if (tmp[i] == ',')
+			tmp[i] = '.'; /* a locale with a decimal comma */
+	put_raw(&w->ev, tmp, (size_t)n);
+}
+
+void dc_writer_arg_str(struct dc_writer *w, const char *key, const char *s)
+{
+	size_t n;
+
+	if (s == NULL) {
+		if (arg_key(w, key, 4) == 0)
+			put_str(&w->ev, "null");
+		return;
+	}
+	n = strlen(s);
+	if (arg_key(w, key, 6 * n + 2) == 0)
+		put_qstr(&w->ev, s, n);
+}
+
+void dc_writer_end(struct dc_writer *w)
+{
+	struct dc_line *l = &w->ev;
+
+	if (!w->in_event)
+		return;
+	w->in_event = 0;
+	if (line_reserve(l, 3) < 0)
+		return;
+	put_str(l, "}}\n");
+	emit(w, l->p, l->len);
+	l->len = 0;
+	w->count++;
+}
+
+int dc_writer_flush(struct dc_writer *w)
+{
+	if (flush_text(w) < 0 || w->err)
+		return fail(w, w->err);
+	return 0;
+}
+
+uint64_t dc_writer_count(const struct dc_writer *w)
+{
+	return w->count;
+}
+
+int dc_writer_close(struct dc_writer *w, int complete)
+{
+	int e;
+
+	if (w == NULL)
+		return 0;
+	/* An event begun but never ended is dropped. */
+	if (w->fd >= 0) {
+		if (complete)
+			emit(w, "]", 1);
+		flush_text(w);
+		if (close(w->fd) < 0)
+			fail(w, errno);
+	}
+	if (w->zinit)
+		deflateEnd(&w->zs);
+	e = w->err;
+	free(w->zout);
+	free(w->buf);
+	free(w->ev.p);
+	free(w->meta.p);
+	strtab_free(&w->fh);
+	strtab_free(&w->sh);
+	free(w);
+	if (e) {
+		errno = e;
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,64 @@
+/* writer.h: the DFTracer trace writer (.pfw / .pfw.gz), per ../shared/reference/trace-format.md.
+ * Owns JSON escaping, string hashing (HH/FH/SH records), gzip members and the closing "]". */
+#ifndef DC_WRITER_H
+#define DC_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct dc_writer;
+
+/* Hash of a string as the format contract defines it: MD5 of the bytes, digest bytes
+ * 0,2,...,14 as 16 lowercase hex characters. `out` gets 17 bytes (NUL-terminated).
+ * Source: trace-format.md "Hash" (corona183 -> 2dbbcec2c820dc4c). */
+void dc_hash(const void *data, size_t len, char out[17]);
+
+/* Opens `path` for writing (truncates). compress=1 writes gzip members (zlib level 6,
+ * windowBits 31), 0 a plain .pfw. Writes "[\n" and the HH record for `hostname` (pid, tid
+ * of that record given). Returns NULL and fills err (one line naming path and reason). */
+struct dc_writer *dc_writer_open(const char *path, int compress, const char *hostname,
+				 int pid, int tid, char *err, size_t errlen);
+
+/* Returns the 16-hex hash of a file path, writing its FH record (with pid, tid) the first
+ * time this path is seen. The returned pointer stays valid until dc_writer_close. */
+const char *dc_writer_file(struct dc_writer *w, int pid, int tid, const char *path);
+/* Same for any other string: SH record. */
+const char *dc_writer_string(struct dc_writer *w, int pid, int tid, const char *s);
+
+/* Writes a thread_name / process_name record: kind is "thread_name" or "process_name",
+ * name the shown name. Also used for "PR" records (kind "PR", name key, value). */
+void dc_writer_meta(struct dc_writer *w, const char *kind, int pid, int tid,
+		    const char *name, const char *value);
+
+/* A complete event: begin, then any number of args, then end. ts and dur in us
+ * (ts since the Unix epoch). args.hhash is written first automatically. */
+void dc_writer_begin(struct dc_writer *w, uint64_t id, const char *name, const char *cat,
+		     int pid, int tid, uint64_t ts_us, uint64_t dur_us);
+/* A counter event (ph "C", no id/dur): begin with this, then args, then dc_writer_end. */
+void dc_writer_begin_counter(struct dc_writer *w, const char *name, const char *cat,
+			     int pid, int tid, uint64_t ts_us);
+void dc_writer_arg_int(struct dc_writer *w, const char *key, int64_t v);
+void dc_writer_arg_uint(struct dc_writer *w, const char *key, uint64_t v);
+void dc_writer_arg_double(struct dc_writer *w, const char *key, double v);
+void dc_writer_arg_str(struct dc_writer *w, const char *key, const char *s);
+void dc_writer_end(struct dc_writer *w);
+
+/* Ends the current gzip member (a no-op when nothing is buffered) and writes it out,
+ * so everything so far survives a kill. Returns 0, or -1 on a write error (errno set). */
+int dc_writer_flush(struct dc_writer *w);
+
+/* Events written so far (complete + counter events). */
+uint64_t dc_writer_count(const struct dc_writer *w);
+
+/* Finishes the file: with complete=1 writes the final "]"; with complete=0 leaves the
+ * trace open-ended (a cut trace, which check_pfw.py --partial accepts). Flushes, closes,
+ * frees. Returns 0, or -1 on a write error. */
+int dc_writer_close(struct dc_writer *w, int complete);
+
+/* Writes `len` bytes of `s` JSON-escaped (no surrounding quotes) into buf: `"` `\` and
+ * control characters escaped, each byte that is not part of valid UTF-8 written as \ufffd
+ * (so the line stays UTF-8; hashes are always of the raw bytes). Returns the bytes written
+ * (no NUL added), or -1 if cap is too small. Exposed for tests. */
+long dc_json_escape(char *buf, size_t cap, const char *s, size_t len);
+
+#endif

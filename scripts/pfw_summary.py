@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""pfw_summary.py: a short summary of a DFTracer trace (.pfw or .pfw.gz, ours or
+upstream's, complete or cut): calls, bytes and time per function and per file.
+
+usage: pfw_summary.py [--top N] TRACE...
+Bytes are the `ret` of calls that have a `count` arg (bytes moved: read, write, pread...),
+time is the sum of `dur` (us). Standard library only."""
+import collections
+import json
+import sys
+import zlib
+
+
+def lines(path):
+    """Yields the JSON lines of a trace; reads every gzip member, tolerates a cut end."""
+    raw = open(path, "rb").read()
+    if path.endswith(".gz"):
+        chunks, pos = [], 0
+        while pos < len(raw):
+            d = zlib.decompressobj(31)
+            try:
+                chunks.append(d.decompress(raw[pos:]))
+            except zlib.error:
+                break
+            if not d.eof:
+                break
+            pos = len(raw) - len(d.unused_data)
+        raw = b"".join(chunks)
+    for ln in raw.decode("utf-8", "replace").split("\n"):
+        ln = ln.strip()
+        if ln.startswith("{"):
+            try:
+                yield json.loads(ln)
+            except ValueError:
+                pass  # a line cut by a kill
+
+
+def summarize(path, top):
+    files = {}
+    by_func = collections.defaultdict(lambda: [0, 0, 0])
+    by_file = collections.defaultdict(lambda: [0, 0, 0])
+    pids, end = set(), None
+    for e in lines(path):
+        a = e.get("args", {})
+        if e.get("ph") == "M" and e.get("name") == "FH":
+            files[a.get("value")] = a.get("name")
+            continue
+        if e.get("ph") != "X":
+            continue
+        if e.get("cat") in ("datacrumbs", "dftracer"):
+            if e.get("name") == "end":
+                end = a
+            continue
+        pids.add(e.get("pid"))
+        moved = a.get("ret", 0) if "count" in a and isinstance(a.get("ret"), int) and a["ret"] > 0 else 0
+        for key, table in (("%s %s" % (e.get("cat"), e.get("name")), by_func),
+                           (files.get(a.get("fhash"), "-"), by_file)):
+            t = table[key]
+            t[0] += 1
+            t[1] += moved
+            t[2] += e.get("dur", 0)
+    print("%s: %d processes, %d calls%s" % (
+        path, len(pids), sum(v[0] for v in by_func.values()),
+        "" if end is None else ", %s lost" % end.get("lost", "?")))
+    for title, table in (("function", by_func), ("file", by_file)):
+        print("  %-40s %10s %14s %12s" % (title, "calls", "bytes", "time (us)"))
+        rows = sorted(table.items(), key=lambda kv: (-kv[1][2], kv[0]))
+        for k, (n, b, t) in rows[:top]:
+            print("  %-40s %10d %14d %12d" % (k[-40:], n, b, t))
+        if len(rows) > top:
+            print("  ... %d more" % (len(rows) - top))
+
+
+def main(argv):
+    top = 10
+    if "--top" in argv:
+        i = argv.index("--top")
+        top = int(argv[i + 1])
+        del argv[i:i + 2]
+    if not argv:
+        print(__doc__)
+        return 2
+    for p in argv:
+        summarize(p, top)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# setup.sh: installs what datacrumbs needs on Debian 12 (only what is missing), mounts
+# tracefs, and builds into build/. Idempotent; sourced by demo.sh and test.sh.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PKGS=(gcc make cmake pkg-config clang llvm bpftool
+      libbpf-dev libelf-dev liblua5.4-dev lua-luv-dev libuv1-dev zlib1g-dev libyaml-dev
+      libssl-dev strace bpftrace procps)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+command -v python3 >/dev/null || missing+=(python3)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: these packages are missing and installing them needs root: run with sudo" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# tracefs: not mounted on a fresh machine; uprobes do not need it, but bpftrace and
+# the leftover check do
+if [ "$(id -u)" -eq 0 ] && ! mountpoint -q /sys/kernel/tracing; then
+  mount -t tracefs nodev /sys/kernel/tracing || echo "setup: warning: cannot mount tracefs" >&2
+fi
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$(nproc)"

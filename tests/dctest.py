@@ -1,0 +1,98 @@
+"""dctest.py: shared helpers of the end-to-end tests: run datacrumbs, read a trace
+(.pfw or .pfw.gz, also upstream DFTracer traces), validate it with check_pfw.py."""
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+DATACRUMBS = os.environ.get("DATACRUMBS", "build/datacrumbs")
+CHECK_PFW = os.environ.get("CHECK_PFW", "../shared/tools/check_pfw.py")
+TEST_OUT = os.environ.get("TEST_OUT", tempfile.gettempdir())
+
+passed = 0
+failed = 0
+
+
+def need_root():
+    """Exit 77 (ctest SKIP) with a loud message when BPF cannot be used."""
+    if os.geteuid() != 0:
+        print("SKIP: %s needs root (BPF, uprobes): NOT TESTED" % sys.argv[0], flush=True)
+        sys.exit(77)
+
+
+def check(cond, what):
+    """Counts one assertion; prints it when it fails."""
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL: %s" % what, flush=True)
+
+
+def equal(got, want, what):
+    check(got == want, "%s: got %r, want %r" % (what, got, want))
+
+
+def finish():
+    print("%s: %d passed, %d failed" % (os.path.basename(sys.argv[0]), passed, failed))
+    sys.exit(1 if failed else 0)
+
+
+def workdir(name):
+    d = os.path.join(TEST_OUT, name)
+    subprocess.run(["rm", "-rf", d], check=True)
+    os.makedirs(d)
+    return os.path.realpath(d)
+
+
+def run_dc(args, timeout=300, **kw):
+    """Runs datacrumbs with args; returns the CompletedProcess (text output)."""
+    return subprocess.run([DATACRUMBS] + args, capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+def check_pfw(path, partial=False):
+    """Validates a trace with the contract's checker; counts as one assertion."""
+    cmd = [sys.executable, CHECK_PFW] + (["--partial"] if partial else []) + [path]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    check(r.returncode == 0, "check_pfw.py %s:\n%s" % (path, r.stdout + r.stderr))
+    return r.returncode == 0
+
+
+def read_trace(path):
+    """Returns (events, files, meta): complete/counter events in file order, the FH
+    map hash -> path, and metadata records. Reads gzip (all members) or plain."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        text = f.read().decode("utf-8")
+    events, files, meta = [], {}, []
+    for line in text.split("\n"):
+        line = line.strip()
+        if not line or line in ("[", "]"):
+            continue
+        ev = json.loads(line)
+        if ev.get("ph") == "M":
+            meta.append(ev)
+            if ev["name"] == "FH":
+                files[ev["args"]["value"]] = ev["args"]["name"]
+        else:
+            events.append(ev)
+    for ev in events:
+        fh = ev.get("args", {}).get("fhash")
+        ev["path"] = files.get(fh) if fh else None
+    return events, files, meta
+
+
+def find_trace(d):
+    """The one trace file in directory d."""
+    t = [f for f in os.listdir(d) if f.endswith(".pfw.gz") or f.endswith(".pfw")]
+    if len(t) != 1:
+        raise AssertionError("expected one trace in %s, found %r" % (d, t))
+    return os.path.join(d, t[0])
+
+
+def calls(events, cat="POSIX"):
+    return [e for e in events if e.get("ph") == "X" and e["cat"] == cat]

@@ -1,0 +1,294 @@
+/* unit_probes.c: tests of core/probes.c: facts of probes/posix.yaml and the exact error of
+ * each bad description in tests/data/probes_bad_*.yaml. Usage: unit_probes SOURCE_DIR */
+#define _GNU_SOURCE
+#include "probes.h"
+
+#include <glob.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int passed, failed;
+
+/* Records one check; prints the failures. */
+#define CHECK(cond, ...) check((cond), __FILE__, __LINE__, __VA_ARGS__)
+static void check(int ok, const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ok) {
+		passed++;
+		return;
+	}
+	failed++;
+	fprintf(stderr, "%s:%d: FAIL: ", file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* Line `n` (1-based) of a file into buf; "" when there is no such line. */
+static void file_line(const char *path, int n, char *buf, size_t len)
+{
+	FILE *fp = fopen(path, "r");
+	int i;
+
+	buf[0] = '\0';
+	if (!fp)
+		return;
+	for (i = 1; fgets(buf, (int)len, fp); i++)
+		if (i == n)
+			break;
+	if (i != n)
+		buf[0] = '\0';
+	fclose(fp);
+}
+
+/* Checks one argument of a function. */
+static void check_arg(const struct dc_func *f, int i, const char *name, enum dc_arg_kind k)
+{
+	CHECK(f && i < f->nargs && strcmp(f->args[i].name, name) == 0 && f->args[i].kind == k,
+	      "%s arg %d: want %s kind %d, got %s kind %d", f ? f->name : "?", i, name, (int)k,
+	      f && i < f->nargs ? f->args[i].name : "-", f && i < f->nargs ?
+	      (int)f->args[i].kind : -1);
+}
+
+/* Index of a function in file order, -1 when absent. */
+static int func_index(const struct dc_layer *l, const char *name)
+{
+	const struct dc_func *f = dc_layer_func(l, name);
+
+	return f ? (int)(f - l->funcs) : -1;
+}
+
+static const char *required[] = {
+	"open", "open64", "openat", "openat64", "creat", "creat64", "close", "read", "write",
+	"pread", "pread64", "pwrite", "pwrite64", "readv", "writev", "preadv", "preadv64",
+	"pwritev", "pwritev64", "lseek", "lseek64", "fsync", "fdatasync", "ftruncate",
+	"ftruncate64", "stat", "stat64", "lstat", "lstat64", "fstat", "fstat64", "fstatat",
+	"fstatat64", "__xstat", "__xstat64", "__lxstat", "__lxstat64", "__fxstat",
+	"__fxstat64", "__fxstatat", "__fxstatat64", "statx", "access", "faccessat", "unlink",
+	"unlinkat", "rename", "renameat", "mkdir", "mkdirat", "rmdir", "chdir", "fchdir",
+	"opendir", "fdopendir", "readdir", "readdir64", "closedir", "mmap", "mmap64", "munmap",
+	"dup", "dup2", "dup3", "fcntl", "fcntl64", "copy_file_range", NULL,
+};
+
+/* Pairs (plain, alias) whose plain name must come first: glibc gives them one address. */
+static const char *alias_order[][2] = {
+	{ "open", "open64" }, { "openat", "openat64" }, { "creat", "creat64" },
+	{ "pread", "pread64" }, { "pwrite", "pwrite64" }, { "preadv", "preadv64" },
+	{ "pwritev", "pwritev64" }, { "lseek", "lseek64" }, { "ftruncate", "ftruncate64" },
+	{ "stat", "stat64" }, { "lstat", "lstat64" }, { "fstat", "fstat64" },
+	{ "fstatat", "fstatat64" }, { "stat", "__xstat" }, { "lstat", "__lxstat" },
+	{ "fstat", "__fxstat" }, { "fstatat", "__fxstatat" }, { "__xstat", "__xstat64" },
+	{ "readdir", "readdir64" }, { "mmap", "mmap64" }, { "fcntl", "fcntl64" },
+};
+
+static void test_posix(const char *src)
+{
+	char path[PATH_MAX], err[512], line[512];
+	struct dc_layer *l;
+	const struct dc_func *f;
+	int i;
+
+	snprintf(path, sizeof path, "%s/probes/posix.yaml", src);
+	l = dc_layer_load(path, err, sizeof err);
+	CHECK(l != NULL, "load %s: %s", path, err);
+	if (!l)
+		return;
+	CHECK(strcmp(l->name, "POSIX") == 0, "layer '%s'", l->name);
+	CHECK(strcmp(l->library, "libc.so") == 0, "library '%s'", l->library);
+	CHECK(strcmp(l->path, path) == 0, "path '%s'", l->path);
+
+	f = dc_layer_func(l, "open");
+	CHECK(f && f->nargs == 3 && f->effect == DC_FX_OPEN && f->ret_kind == DC_RET_INT, "open");
+	check_arg(f, 0, "pathname", DC_ARG_PATH);
+	check_arg(f, 1, "flags", DC_ARG_UINT);
+	check_arg(f, 2, "mode", DC_ARG_MODE);
+
+	f = dc_layer_func(l, "pread64");
+	CHECK(f && f->nargs == 4 && f->effect == DC_FX_NONE, "pread64");
+	check_arg(f, 0, "fd", DC_ARG_FD);
+	check_arg(f, 1, "buf", DC_ARG_NONE);     /* `_ buf`: not recorded, name kept */
+	check_arg(f, 2, "count", DC_ARG_LONG);
+	check_arg(f, 3, "offset", DC_ARG_LONG);
+
+	f = dc_layer_func(l, "openat");
+	check_arg(f, 0, "dirfd", DC_ARG_DIRFD);
+	check_arg(f, 1, "pathname", DC_ARG_PATH);
+	f = dc_layer_func(l, "readv");
+	check_arg(f, 1, "iov", DC_ARG_IOV);
+	check_arg(f, 2, "iovcnt", DC_ARG_IOVCNT);
+	f = dc_layer_func(l, "lseek");
+	check_arg(f, 2, "whence", DC_ARG_INT);
+	f = dc_layer_func(l, "mmap");
+	CHECK(f && f->ret_kind == DC_RET_POINTER && f->nargs == 6, "mmap ret pointer, 6 args");
+	check_arg(f, 1, "size", DC_ARG_LONG);
+	check_arg(f, 5, "offset", DC_ARG_LONG);
+	f = dc_layer_func(l, "munmap");
+	check_arg(f, 1, "size", DC_ARG_LONG);
+	f = dc_layer_func(l, "readdir");
+	CHECK(f && f->ret_kind == DC_RET_POINTER && f->effect == DC_FX_NONE, "readdir");
+	check_arg(f, 0, "dirp", DC_ARG_DIR);
+	f = dc_layer_func(l, "closedir");
+	CHECK(f && f->effect == DC_FX_CLOSEDIR, "closedir effect");
+	f = dc_layer_func(l, "opendir");
+	CHECK(f && f->effect == DC_FX_OPENDIR && f->ret_kind == DC_RET_POINTER, "opendir");
+	f = dc_layer_func(l, "fdopendir");
+	CHECK(f && f->effect == DC_FX_FDOPENDIR && f->ret_kind == DC_RET_POINTER, "fdopendir");
+	f = dc_layer_func(l, "dup3");
+	CHECK(f && f->effect == DC_FX_DUP2, "dup3 effect dup2");
+	f = dc_layer_func(l, "fcntl64");
+	CHECK(f && f->effect == DC_FX_FCNTL, "fcntl64 effect");
+	f = dc_layer_func(l, "close");
+	CHECK(f && f->effect == DC_FX_CLOSE && f->nargs == 1, "close");
+	f = dc_layer_func(l, "__xstat");
+	CHECK(f && f->nargs == 3 && f->args[0].kind == DC_ARG_NONE, "__xstat");
+	check_arg(f, 1, "pathname", DC_ARG_PATH);
+	f = dc_layer_func(l, "copy_file_range");
+	check_arg(f, 0, "fd_in", DC_ARG_FD);
+	check_arg(f, 2, "fd_out", DC_ARG_FD);
+	check_arg(f, 4, "count", DC_ARG_LONG);
+	CHECK(dc_layer_func(l, "fopen") == NULL, "fopen found in POSIX");
+	CHECK(dc_layer_func(l, NULL) == NULL && dc_layer_func(NULL, "open") == NULL, "NULLs");
+
+	for (i = 0; required[i]; i++)
+		CHECK(dc_layer_func(l, required[i]) != NULL, "posix.yaml lacks %s", required[i]);
+	for (i = 0; i < (int)(sizeof alias_order / sizeof alias_order[0]); i++)
+		CHECK(func_index(l, alias_order[i][0]) >= 0 &&
+		      func_index(l, alias_order[i][0]) < func_index(l, alias_order[i][1]),
+		      "%s must come before %s", alias_order[i][0], alias_order[i][1]);
+
+	/* Each function's recorded line is the one with its name. */
+	for (i = 0; i < l->nfuncs; i++) {
+		char want[128];
+
+		file_line(path, l->funcs[i].line, line, sizeof line);
+		snprintf(want, sizeof want, "name: %s ", l->funcs[i].name);
+		CHECK(strstr(line, want) != NULL, "%s: line %d is '%s'", l->funcs[i].name,
+		      l->funcs[i].line, line);
+	}
+	dc_layer_free(l);
+}
+
+/* Block style, quoted scalars, a bare `_`, defaults: written to a temp file. */
+static void test_block_style(void)
+{
+	char path[] = "/tmp/unit_probes.XXXXXX", err[512];
+	const char *text =
+		"# comment\n"
+		"layer: \"STDIO\"\n"
+		"library: 'libc.so'\n"
+		"functions:\n"
+		"  - name: fread   # fread(3)\n"
+		"    args:\n"
+		"      - _ ptr\n"
+		"      - int size\n"
+		"      - int nmemb\n"
+		"      - _\n"
+		"  -\n"
+		"    ret: int\n"
+		"    name: fileno\n"
+		"    args: []\n";
+	struct dc_layer *l;
+	const struct dc_func *f;
+	int fd = mkstemp(path);
+
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text)) {
+		CHECK(0, "cannot write %s", path);
+		return;
+	}
+	close(fd);
+	l = dc_layer_load(path, err, sizeof err);
+	CHECK(l != NULL, "block style: %s", err);
+	if (l) {
+		CHECK(strcmp(l->name, "STDIO") == 0 && l->nfuncs == 2, "block style layer");
+		f = dc_layer_func(l, "fread");
+		CHECK(f && f->nargs == 4 && f->line == 5 && f->ret_kind == DC_RET_INT &&
+		      f->effect == DC_FX_NONE, "fread");
+		check_arg(f, 3, "", DC_ARG_NONE);
+		check_arg(f, 1, "size", DC_ARG_INT);
+		f = dc_layer_func(l, "fileno");
+		/* A block mapping starts at its first key, the line after the bare `-`. */
+		CHECK(f && f->nargs == 0 && f->line == 12, "fileno line %d", f ? f->line : -1);
+		dc_layer_free(l);
+	}
+	unlink(path);
+
+	l = dc_layer_load("/dc/no/such.yaml", err, sizeof err);
+	CHECK(!l && strcmp(err, "/dc/no/such.yaml: No such file or directory") == 0,
+	      "missing file: '%s'", err);
+}
+
+/* The exact error (after "PATH") of each bad fixture. */
+static const struct { const char *file, *error; } bad[] = {
+	{ "probes_bad_syntax.yaml", ":7: YAML syntax error: did not find expected ',' or ']' "
+	  "(while parsing a flow sequence that started at line 6)" },
+	{ "probes_bad_unknown_key.yaml", ":8: unknown field 'argz'" },
+	{ "probes_bad_top_key.yaml", ":3: unknown field 'libary'" },
+	{ "probes_bad_kind.yaml", ":9: unknown argument kind 'short' in 'short count' "
+	  "(kinds: int, uint, long, mode, fd, dirfd, path, iov, iovcnt, dir, _)" },
+	{ "probes_bad_too_many_args.yaml", ":16: function 'seven' has more than 6 arguments" },
+	{ "probes_bad_duplicate.yaml", ":12: duplicate function 'open' (first at line 5)" },
+	{ "probes_bad_effect.yaml", ":7: unknown effect 'reopen' (effects: open, close, dup, "
+	  "dup2, fcntl, chdir, fchdir, opendir, fdopendir, closedir)" },
+	{ "probes_bad_effect_arg.yaml", ":7: effect 'close' of 'myclose' needs an argument "
+	  "of kind 'fd'" },
+	{ "probes_bad_no_layer.yaml", ":2: missing 'layer'" },
+	{ "probes_bad_no_name.yaml", ":7: function has no 'name'" },
+	{ "probes_bad_ret.yaml", ":7: unknown ret 'short' (int, long or pointer)" },
+	{ "probes_bad_two_paths.yaml", ":6: more than one 'path' argument (at most one is "
+	  "recorded per call)" },
+};
+
+static void test_bad(const char *src)
+{
+	char pat[PATH_MAX], err[512], want[PATH_MAX + 256];
+	glob_t g;
+	size_t i, j, nbad = sizeof bad / sizeof bad[0];
+	int seen[sizeof bad / sizeof bad[0]] = { 0 };
+
+	snprintf(pat, sizeof pat, "%s/tests/data/probes_bad_*.yaml", src);
+	if (glob(pat, 0, NULL, &g) != 0) {
+		CHECK(0, "no fixtures match %s", pat);
+		return;
+	}
+	for (i = 0; i < g.gl_pathc; i++) {
+		const char *file = g.gl_pathv[i], *base = strrchr(file, '/') + 1;
+		struct dc_layer *l;
+
+		for (j = 0; j < nbad && strcmp(bad[j].file, base) != 0; j++)
+			;
+		if (j == nbad) {
+			CHECK(0, "%s: no expected error in unit_probes.c", file);
+			continue;
+		}
+		seen[j] = 1;
+		err[0] = '\0';
+		l = dc_layer_load(file, err, sizeof err);
+		snprintf(want, sizeof want, "%s%s", file, bad[j].error);
+		CHECK(l == NULL && strcmp(err, want) == 0, "%s:\n  want '%s'\n  got  '%s'", base,
+		      want, l ? "(loaded)" : err);
+		dc_layer_free(l);
+	}
+	globfree(&g);
+	for (j = 0; j < nbad; j++)
+		CHECK(seen[j], "fixture %s is missing", bad[j].file);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: unit_probes SOURCE_DIR\n");
+		return 2;
+	}
+	test_posix(argv[1]);
+	test_block_style();
+	test_bad(argv[1]);
+	printf("unit_probes: %d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
