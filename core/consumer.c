@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <bpf/libbpf.h>
 
 #include "fdtable.h"
@@ -122,24 +121,6 @@ static void write_record(struct dc_consumer *c, const struct dc_record *r)
 			dc_writer_arg_int(c->w, r->args[i].key, r->args[i].i);
 	}
 	dc_writer_end(c->w);
-}
-
-/* The path of fd in process pid: from the calls we saw, else (an fd opened by a call we
- * do not probe, e.g. glibc's internal __open_nocancel) from /proc/PID/fd/FD while the
- * process still has it, remembered from then on. NULL when neither knows. */
-static const char *fd_path(struct dc_proc_files *pf, int pid, int fd)
-{
-	const char *p = dc_files_fd(pf, fd);
-	if (p || fd < 0)
-		return p;
-	char link[64], target[DC_PATH_MAX];
-	snprintf(link, sizeof(link), "/proc/%d/fd/%d", pid, fd);
-	ssize_t n = readlink(link, target, sizeof(target) - 1);
-	if (n <= 0 || target[0] != '/')
-		return NULL;
-	target[n] = 0;
-	dc_files_set_fd(pf, fd, target);
-	return dc_files_fd(pf, fd);
 }
 
 /* Was the call successful, judging by its return value? */
@@ -267,7 +248,7 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		r->path = dc_files_resolve(pf, dirfdi >= 0, dirfdi >= 0 ? (int)e->args[dirfdi] : 0,
 					   epath, c->path, sizeof(c->path));
 	} else if (fdi >= 0) {
-		r->path = fd_path(pf, e->pid, (int)e->args[fdi]);
+		r->path = dc_files_fd(pf, (int)e->args[fdi]);
 	} else if (diri >= 0) {
 		r->path = dc_files_dir(pf, e->args[diri]);
 	}
