@@ -5,6 +5,7 @@
 
 #define DC_MAX_ARGS   6     /* integer/pointer arguments kept per call (x86-64 SysV regs) */
 #define DC_PATH_MAX   4096  /* bytes of a path string captured per call (PATH_MAX) */
+#define DC_PATH_SMALL 256   /* paths up to this long travel in a small record */
 #define DC_MAX_DEPTH  16    /* nested probed calls per thread kept in the entry stack */
 #define DC_IOV_MAX    64    /* iovec entries summed for readv/writev-style calls */
 
@@ -31,7 +32,8 @@ enum dc_kind {
 #define DC_COOKIE_IOVCNT(c) ((unsigned int)(((c) >> 24) & 0xf))
 
 /* One ring buffer record. Calls with a path argument are followed in the same record by
- * path_len bytes of the string (NUL included); the record is then struct dc_path_event. */
+ * path_len bytes of the string (NUL included): the record is then a struct dc_path_event
+ * cut to sizeof(struct dc_event) + DC_PATH_SMALL bytes when the path fits in that. */
 struct dc_event {
 	unsigned int kind;        /* enum dc_kind */
 	unsigned int probe;       /* probe index (DC_COOKIE_PROBE) */

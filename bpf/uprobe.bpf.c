@@ -60,6 +60,14 @@ struct {
 	__uint(max_entries, 16 << 20); /* resized by the loader (--buffer-size) */
 } events SEC(".maps");
 
+/* Where a path string is read before it is copied into a record of the right size. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dc_path_event);
+} scratch SEC(".maps");
+
 /* enum dc_stat counters, per CPU. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -190,15 +198,27 @@ int dc_return(struct pt_regs *ctx)
 	long ret = PT_REGS_RC(ctx);
 	__u32 path = DC_COOKIE_PATH(cookie) - 1;
 
-	if (path < DC_MAX_ARGS) {
-		struct dc_path_event *pe = bpf_ringbuf_reserve(&events, sizeof(*pe), 0);
+	__u32 zero = 0;
+	struct dc_path_event *sc = path < DC_MAX_ARGS ? bpf_map_lookup_elem(&scratch, &zero) : NULL;
+	if (sc) {
+		/* read at return: the kernel has faulted the string's page in by now; then
+		 * send it in the smallest record class it fits, to spare the ring buffer */
+		long n = bpf_probe_read_user_str(sc->path, sizeof(sc->path),
+						 (const void *)f->args[path]);
+		struct dc_path_event *pe;
+		if (n <= DC_PATH_SMALL) {
+			pe = bpf_ringbuf_reserve(&events, sizeof(pe->e) + DC_PATH_SMALL, 0);
+			if (pe)
+				bpf_probe_read_kernel(pe->path, DC_PATH_SMALL, sc->path);
+		} else {
+			pe = bpf_ringbuf_reserve(&events, sizeof(*pe), 0);
+			if (pe)
+				bpf_probe_read_kernel(pe->path, DC_PATH_MAX, sc->path);
+		}
 		if (!pe) {
 			count_stat(DC_STAT_LOST);
 		} else {
 			fill_call(&pe->e, f, tgid, tid, d, parent, now, ret);
-			/* read at return: the kernel has faulted the string's page in by now */
-			long n = bpf_probe_read_user_str(pe->path, sizeof(pe->path),
-							 (const void *)f->args[path]);
 			pe->e.path_len = n > 0 ? n : 0;
 			bpf_ringbuf_submit(pe, 0);
 		}

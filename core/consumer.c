@@ -301,7 +301,7 @@ static int on_record(void *ctx, void *data, size_t size)
 		return 0;
 	const char *path = NULL;
 	if (e->path_len > 0 && e->path_len <= DC_PATH_MAX &&
-	    size >= sizeof(struct dc_path_event)) {
+	    size >= sizeof(struct dc_event) + e->path_len) {
 		/* the ring buffer is mapped read-only; BPF NUL-terminates the string */
 		const struct dc_path_event *pe = data;
 		if (pe->path[e->path_len - 1] == 0)

@@ -12,6 +12,7 @@ struct dc_writer;
  * 0,2,...,14 as 16 lowercase hex characters. `out` gets 17 bytes (NUL-terminated).
  * Source: trace-format.md "Hash" (corona183 -> 2dbbcec2c820dc4c). */
 void dc_hash(const void *data, size_t len, char out[17]);
+/* (An OpenSSL limited to FIPS algorithms has no MD5: out is then all zeros.) */
 
 /* Opens `path` for writing (truncates). compress=1 writes gzip members (zlib level 6,
  * windowBits 31), 0 a plain .pfw. Writes "[\n" and the HH record for `hostname` (pid, tid
@@ -26,7 +27,8 @@ const char *dc_writer_file(struct dc_writer *w, int pid, int tid, const char *pa
 const char *dc_writer_string(struct dc_writer *w, int pid, int tid, const char *s);
 
 /* Writes a thread_name / process_name record: kind is "thread_name" or "process_name",
- * name the shown name. Also used for "PR" records (kind "PR", name key, value). */
+ * name the shown name (value is ignored: the contract wants the literal kind there).
+ * Also used for "PR" records (kind "PR", name key, value its value). */
 void dc_writer_meta(struct dc_writer *w, const char *kind, int pid, int tid,
 		    const char *name, const char *value);
 
@@ -44,7 +46,8 @@ void dc_writer_arg_str(struct dc_writer *w, const char *key, const char *s);
 void dc_writer_end(struct dc_writer *w);
 
 /* Ends the current gzip member (a no-op when nothing is buffered) and writes it out,
- * so everything so far survives a kill. Returns 0, or -1 on a write error (errno set). */
+ * so everything so far survives a kill. Returns 0, or -1 on a write error now or in an
+ * earlier automatic flush (errno set); after an error output is discarded. */
 int dc_writer_flush(struct dc_writer *w);
 
 /* Events written so far (complete + counter events). */

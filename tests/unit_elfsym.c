@@ -14,26 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int passed, failed;
+#include "unit.h"
+
 static char tmpdir[512];      /* short enough that tmpdir + a file name fits PATH_MAX */
 
-/* Records one check; prints the failures. */
-#define CHECK(cond, ...) check((cond), __FILE__, __LINE__, __VA_ARGS__)
-static void check(int ok, const char *file, int line, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ok) {
-		passed++;
-		return;
-	}
-	failed++;
-	fprintf(stderr, "%s:%d: FAIL: ", file, line);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 /* Runs a shell command, returns its exit status (or -1). */
 static int sh(const char *fmt, ...)

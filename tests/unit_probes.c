@@ -11,25 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-static int passed, failed;
+#include "unit.h"
 
-/* Records one check; prints the failures. */
-#define CHECK(cond, ...) check((cond), __FILE__, __LINE__, __VA_ARGS__)
-static void check(int ok, const char *file, int line, const char *fmt, ...)
-{
-	va_list ap;
 
-	if (ok) {
-		passed++;
-		return;
-	}
-	failed++;
-	fprintf(stderr, "%s:%d: FAIL: ", file, line);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 /* Line `n` (1-based) of a file into buf; "" when there is no such line. */
 static void file_line(const char *path, int n, char *buf, size_t len)
