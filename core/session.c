@@ -39,6 +39,7 @@ struct session {
 	int status;          /* its wait status */
 	int done;
 	int cut;             /* the writer failed: the trace is incomplete */
+	int cmd_bad;         /* CMD cannot run as given (not an ELF, bad #!, missing library) */
 	int pidfd;
 	char trace_path[PATH_MAX];
 };
@@ -78,10 +79,14 @@ static int output_path(const struct dc_opts *o, const char *exec, const char *ho
 	const char *base = slash ? slash + 1 : exec;
 	if (isdir || (o->output && o->output[strlen(o->output) - 1] == '/')) {
 		if (!isdir) {
-			snprintf(err, errlen, "output directory %s does not exist", dir);
+			snprintf(err, errlen, "output directory %s does not exist (create it, or "
+				 "give -o an existing directory)", dir);
 			return -1;
 		}
-		snprintf(out, outlen, "%s/%s-%s-%d.pfw%s", dir, base, host, pid,
+		size_t dl = strlen(dir);
+		while (dl > 1 && dir[dl - 1] == '/')
+			dl--;
+		snprintf(out, outlen, "%.*s/%s-%s-%d.pfw%s", (int)dl, dir, base, host, pid,
 			 o->compress ? ".gz" : "");
 	} else {
 		snprintf(out, outlen, "%s", o->output);
@@ -94,8 +99,8 @@ static int output_path(const struct dc_opts *o, const char *exec, const char *ho
 	else
 		snprintf(parent, sizeof(parent), ".");
 	if (access(parent[0] ? parent : "/", W_OK) != 0) {
-		snprintf(err, errlen, "output directory %s: %s", parent[0] ? parent : "/",
-			 strerror(errno));
+		snprintf(err, errlen, "cannot write to output directory %s: %s (give -o a "
+			 "writable directory)", parent[0] ? parent : "/", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -143,8 +148,11 @@ static int resolve_probes(struct session *s, const char *binary, char *err, size
 		int found = s->started
 			? dc_elf_find_library(binary, l->library, lib, sizeof(lib), err, errlen)
 			: (mapped_library(s->o->pid, l->library, lib, sizeof(lib)) ? 1 : 0);
-		if (found < 0)
+		if (found < 0) {
+			/* what stops us reading CMD stops the kernel or ld.so running it too */
+			s->cmd_bad = s->started;
 			return -1;
+		}
 		if (found == 1) {
 			fprintf(stderr, "datacrumbs: warning: %s does not load %s (a static binary?): "
 				"layer %s is not traced\n", binary, l->library, l->name);
@@ -380,8 +388,9 @@ int dc_session_run(const struct dc_opts *o, int argc, char **argv)
 		snprintf(link, sizeof(link), "/proc/%d/exe", o->pid);
 		ssize_t n = readlink(link, exec, sizeof(exec) - 1);
 		if (n < 0) {
-			snprintf(err, sizeof(err), "-p %d: %s", o->pid,
-				 errno == ENOENT ? "no such process" : strerror(errno));
+			snprintf(err, sizeof(err), "-p %d: %s", o->pid, errno == ENOENT
+				 ? "no such process (give the PID of a running process, see ps)"
+				 : strerror(errno));
 			fail(err);
 			goto out;
 		}
@@ -397,8 +406,11 @@ int dc_session_run(const struct dc_opts *o, int argc, char **argv)
 		fail(err);
 		goto out;
 	}
-	if (resolve_probes(s, exec, err, sizeof(err)) < 0) {
+	int nprobes = resolve_probes(s, exec, err, sizeof(err));
+	if (nprobes < 0) {
 		fail(err);
+		if (s->cmd_bad)
+			rc = 127; /* as a shell reports a command it cannot execute */
 		goto out;
 	}
 	if (output_path(o, exec, host, s->started ? 0 : o->pid, s->trace_path,
@@ -429,7 +441,8 @@ int dc_session_run(const struct dc_opts *o, int argc, char **argv)
 		fail(s->cons ? "cannot mark the process traced" : err);
 		goto out;
 	}
-	if (dc_bpf_attach(s->bpf, err, sizeof(err)) < 0) {
+	int nattached = dc_bpf_attach(s->bpf, err, sizeof(err));
+	if (nattached < 0) {
 		fail(err);
 		goto out;
 	}
@@ -460,6 +473,10 @@ int dc_session_run(const struct dc_opts *o, int argc, char **argv)
 		uv_poll_init(&s->loop, &s->pidfd_poll, s->pidfd);
 		s->pidfd_poll.data = s;
 		uv_poll_start(&s->pidfd_poll, UV_READABLE, on_pidfd);
+		/* tells the user (and scripts waiting for it) that the calls are traced from now */
+		if (!o->quiet)
+			fprintf(stderr, "datacrumbs: tracing PID %d (%d probes attached)\n", o->pid,
+				nattached);
 	}
 
 	if (s->started) {
