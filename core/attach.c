@@ -6,21 +6,102 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "elfsym.h"
 #include "uprobe.skel.h"
 
 #define DC_MAX_PROBES 65536
 
+/* uprobe_multi links (kernel >= 6.6): one link attaches a program to many offsets of one
+ * file, and detaches them all at once. Debian's libbpf 1.1 and uapi headers predate it,
+ * so the attach type and the link_create attr are spelt out here from the kernel's
+ * include/uapi/linux/bpf.h (enum bpf_attach_type, union bpf_attr.link_create). */
+#define DC_BPF_TRACE_UPROBE_MULTI 48
+#define DC_BPF_F_UPROBE_MULTI_RETURN 1U
+
+struct dc_link_create_uprobe_multi {
+	__u32 prog_fd;
+	__u32 target_fd;
+	__u32 attach_type;
+	__u32 flags;
+	__u64 path;            /* const char * */
+	__u64 offsets;         /* __u64[cnt] file offsets */
+	__u64 ref_ctr_offsets; /* NULL */
+	__u64 cookies;         /* __u64[cnt] attach cookies */
+	__u32 cnt;
+	__u32 uflags;          /* DC_BPF_F_UPROBE_MULTI_RETURN for uretprobes */
+	__u32 pid;             /* 0: every process */
+	__u32 pad;
+};
+
 struct dc_bpf {
 	struct uprobe_bpf *skel;
 	struct dc_probe *probes;
-	struct bpf_link **links;   /* 2 per probe: entry, return */
+	struct bpf_link **links;   /* fallback: 2 per probe (entry, return) */
 	unsigned nprobes, cap, nattached;
 	int ncpus;
+	int multi;                 /* 1: uprobe_multi links, 0: one perf_event link per probe */
+	int *mlinks;               /* uprobe_multi link fds */
+	unsigned nmlinks;
 };
+
+/* Creates a uprobe_multi link of prog_fd on cnt offsets of path; the link fd or -1. */
+static int link_uprobe_multi(int prog_fd, const char *path, const __u64 *offsets,
+			     const __u64 *cookies, unsigned cnt, int ret)
+{
+	struct dc_link_create_uprobe_multi a;
+	memset(&a, 0, sizeof(a));
+	a.prog_fd = prog_fd;
+	a.attach_type = DC_BPF_TRACE_UPROBE_MULTI;
+	a.path = (unsigned long)path;
+	a.offsets = (unsigned long)offsets;
+	a.cookies = (unsigned long)cookies;
+	a.cnt = cnt;
+	a.uflags = ret ? DC_BPF_F_UPROBE_MULTI_RETURN : 0;
+	return syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+}
+
+/* Does this kernel attach uprobe_multi links? Tries the real thing: a two-instruction
+ * program of that attach type on getpid in the libc this process has mapped. */
+static int probe_uprobe_multi(void)
+{
+	if (getenv("DATACRUMBS_NO_UPROBE_MULTI"))
+		return 0;
+	char line[4096], libc[4096] = "";
+	FILE *f = fopen("/proc/self/maps", "r");
+	while (f && !libc[0] && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/');
+		if (p && strstr(p, "/libc.so")) {
+			p[strcspn(p, "\n")] = 0;
+			snprintf(libc, sizeof(libc), "%s", p);
+		}
+	}
+	if (f)
+		fclose(f);
+	char err[256];
+	struct dc_elf_syms *syms = libc[0] ? dc_elf_syms_open(libc, err, sizeof(err)) : NULL;
+	__u64 off = syms ? dc_elf_sym_offset(syms, "getpid") : 0, cookie = 0;
+	dc_elf_syms_close(syms);
+	if (!off)
+		return 0;
+	struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = DC_BPF_TRACE_UPROBE_MULTI);
+	int prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "dc_feature", "GPL", insns, 2, &o);
+	if (prog < 0)
+		return 0;
+	int link = link_uprobe_multi(prog, libc, &off, &cookie, 1, 0);
+	if (link >= 0)
+		close(link);
+	close(prog);
+	return link >= 0;
+}
 
 /* libbpf prints its own diagnostics; keep only warnings and errors, prefixed. */
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -52,6 +133,13 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
 		free(b);
 		return NULL;
+	}
+	b->multi = probe_uprobe_multi();
+	if (b->multi) {
+		bpf_program__set_expected_attach_type(b->skel->progs.dc_entry,
+						      DC_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(b->skel->progs.dc_return,
+						      DC_BPF_TRACE_UPROBE_MULTI);
 	}
 	int e = bpf_map__set_max_entries(b->skel->maps.events, ringbuf_bytes);
 	if (!e)
@@ -142,9 +230,65 @@ static uint64_t cookie_of(const struct dc_probe *p, unsigned idx)
 	return DC_COOKIE(idx, path, iov, iovcnt);
 }
 
+/* Attaches probes [from, to) that live in one library with two uprobe_multi links.
+ * Returns the number of functions attached (0 on failure, reported on stderr). */
+static unsigned attach_multi(struct dc_bpf *b, unsigned from, unsigned to)
+{
+	unsigned n = 0, cnt = to - from;
+	__u64 *offs = calloc(cnt, sizeof(__u64)), *cookies = calloc(cnt, sizeof(__u64));
+	int *ml = realloc(b->mlinks, (b->nmlinks + 2) * sizeof(int));
+	if (ml)
+		b->mlinks = ml;
+	if (!offs || !cookies || !ml) {
+		fprintf(stderr, "datacrumbs: warning: out of memory attaching to %s\n",
+			b->probes[from].library);
+		goto out;
+	}
+	for (unsigned i = from; i < to; i++) {
+		offs[i - from] = b->probes[i].offset;
+		cookies[i - from] = cookie_of(&b->probes[i], i);
+	}
+	const char *lib = b->probes[from].library;
+	int in = link_uprobe_multi(bpf_program__fd(b->skel->progs.dc_entry), lib, offs, cookies,
+				   cnt, 0);
+	int out = in < 0 ? -1 : link_uprobe_multi(bpf_program__fd(b->skel->progs.dc_return),
+						 lib, offs, cookies, cnt, 1);
+	if (in < 0 || out < 0) {
+		fprintf(stderr, "datacrumbs: warning: cannot attach %u uprobes in %s: %s\n", cnt,
+			lib, strerror(errno));
+		if (in >= 0)
+			close(in);
+		goto out;
+	}
+	b->mlinks[b->nmlinks++] = in;
+	b->mlinks[b->nmlinks++] = out;
+	n = cnt;
+out:
+	free(offs);
+	free(cookies);
+	return n;
+}
+
 int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 {
 	unsigned ok = 0;
+	if (b->multi) {
+		/* probes of one library are added together: attach each run at once */
+		unsigned i = b->nattached;
+		while (i < b->nprobes) {
+			unsigned j = i + 1;
+			while (j < b->nprobes && !strcmp(b->probes[j].library, b->probes[i].library))
+				j++;
+			ok += attach_multi(b, i, j);
+			i = j;
+		}
+		b->nattached = b->nprobes;
+		if (!ok && b->nprobes) {
+			snprintf(err, errlen, "no probe could be attached (see the warnings above)");
+			return -1;
+		}
+		return ok;
+	}
 	for (unsigned i = b->nattached; i < b->nprobes; i++) {
 		struct dc_probe *p = &b->probes[i];
 		LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie_of(p, i));
@@ -210,6 +354,9 @@ void dc_bpf_close(struct dc_bpf *b)
 		return;
 	for (unsigned i = 0; i < 2 * b->nprobes; i++)
 		bpf_link__destroy(b->links[i]);
+	for (unsigned i = 0; i < b->nmlinks; i++)
+		close(b->mlinks[i]);
+	free(b->mlinks);
 	uprobe_bpf__destroy(b->skel);
 	free(b->probes);
 	free(b->links);
