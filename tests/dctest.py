@@ -3,6 +3,7 @@
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -96,3 +97,36 @@ def find_trace(d):
 
 def calls(events, cat="POSIX"):
     return [e for e in events if e.get("ph") == "X" and e["cat"] == cat]
+
+
+def held_ids(key):
+    """Ids of BPF objects some live process holds an fd of: key "link_id" or "prog_id"
+    (the fdinfo field)."""
+    held = set()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            fds = os.listdir("/proc/%s/fdinfo" % d)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                with open("/proc/%s/fdinfo/%s" % (d, fd)) as f:
+                    m = re.search(r"^%s:\s*(\d+)" % key, f.read(), re.M)
+            except OSError:
+                continue
+            if m:
+                held.add(int(m.group(1)))
+    return held
+
+
+def orphan_links():
+    """BPF links that no live process holds: what a finished tracer left attached. Links
+    of live processes (another tracer running on the machine) are not counted."""
+    held = held_ids("link_id")
+    r = subprocess.run(["bpftool", "-j", "link", "list"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise AssertionError("bpftool link list failed: " + r.stderr)
+    links = {l["id"] for l in json.loads(r.stdout or "[]")}
+    return sorted(links - held - held_ids("link_id"))

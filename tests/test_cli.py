@@ -101,37 +101,12 @@ def tagged_processes():
     return out
 
 
-def held_links():
-    """BPF link ids some live process holds an fd of (fdinfo's link_id)."""
-    held = set()
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            fds = os.listdir("/proc/%s/fdinfo" % d)
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                with open("/proc/%s/fdinfo/%s" % (d, fd)) as f:
-                    m = re.search(r"^link_id:\s*(\d+)", f.read(), re.M)
-            except OSError:
-                continue
-            if m:
-                held.add(int(m.group(1)))
-    return held
-
-
 def nothing_left(what):
     """After a run: no process of ours, no BPF link that no live process holds (a link of
     a finished datacrumbs). Links of live processes are other users' (another session's
     datacrumbs): with none running, `bpftool link list` must be empty."""
     equal(tagged_processes(), [], "%s: processes left running" % what)
-    held = held_links()
-    r = subprocess.run(["bpftool", "-j", "link", "list"], capture_output=True, text=True)
-    equal(r.returncode, 0, "%s: bpftool link list exit status" % what)
-    links = {l["id"] for l in json.loads(r.stdout or "[]")} if r.returncode == 0 else set()
-    equal(sorted(links - held - held_links()), [], "%s: BPF links left without an owner" % what)
+    equal(dctest.orphan_links(), [], "%s: BPF links left without an owner" % what)
 
 
 def workdir(name):
