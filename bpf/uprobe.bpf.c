@@ -76,6 +76,17 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
+/* Wake the consumer only once this much data waits (set by the loader before load);
+ * below it, the consumer's own timer drains the buffer. A wakeup per record costs the
+ * traced thread an IPI and the tracer a context switch per event. */
+const volatile __u64 wakeup_bytes = 0;
+
+static __always_inline __u64 submit_flags(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes
+	       ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline void count_stat(__u32 which)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &which);
@@ -220,7 +231,7 @@ int dc_return(struct pt_regs *ctx)
 		} else {
 			fill_call(&pe->e, f, tgid, tid, d, parent, now, ret);
 			pe->e.path_len = n > 0 ? n : 0;
-			bpf_ringbuf_submit(pe, 0);
+			bpf_ringbuf_submit(pe, submit_flags());
 		}
 	} else {
 		struct dc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -228,7 +239,7 @@ int dc_return(struct pt_regs *ctx)
 			count_stat(DC_STAT_LOST);
 		} else {
 			fill_call(e, f, tgid, tid, d, parent, now, ret);
-			bpf_ringbuf_submit(e, 0);
+			bpf_ringbuf_submit(e, submit_flags());
 		}
 	}
 	st->depth = d;

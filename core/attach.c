@@ -141,6 +141,7 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, char *err, size_t errlen)
 		bpf_program__set_expected_attach_type(b->skel->progs.dc_return,
 						      DC_BPF_TRACE_UPROBE_MULTI);
 	}
+	b->skel->rodata->wakeup_bytes = ringbuf_bytes / 8;
 	int e = bpf_map__set_max_entries(b->skel->maps.events, ringbuf_bytes);
 	if (!e)
 		e = uprobe_bpf__load(b->skel);

@@ -227,7 +227,8 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 			dc_rec_int(r, a->name, (int64_t)v);
 			break;
 		case DC_ARG_MODE: /* open(2): mode is read only with O_CREAT or O_TMPFILE */
-			if (flagsi < 0 || (e->args[flagsi] & (O_CREAT | __O_TMPFILE)))
+			if (flagsi < 0 || (e->args[flagsi] & O_CREAT) ||
+			    (e->args[flagsi] & __O_TMPFILE) == __O_TMPFILE) /* has O_DIRECTORY */
 				dc_rec_int(r, a->name, (unsigned int)v);
 			break;
 		case DC_ARG_IOV:

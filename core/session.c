@@ -30,6 +30,7 @@ struct session {
 	uv_poll_t rb_poll, pidfd_poll;
 	uv_signal_t sig[5];
 	uv_timer_t flush_timer;
+	uv_timer_t drain_timer;   /* reads the ring buffer between wakeups */
 	struct dc_bpf *bpf;
 	struct dc_script *script;
 	struct dc_consumer *cons;
@@ -235,6 +236,15 @@ static void on_ringbuf(uv_poll_t *h, int status, int events)
 	(void)status;
 	(void)events;
 	drain(h->data);
+}
+
+/* BPF wakes us only when 1/8 of the ring buffer waits (bpf/uprobe.bpf.c wakeup_bytes);
+ * smaller amounts are read on this timer. */
+#define DC_DRAIN_MS 20
+
+static void on_drain(uv_timer_t *t)
+{
+	drain(t->data);
 }
 
 static void on_flush(uv_timer_t *t)
@@ -463,6 +473,9 @@ int dc_session_run(const struct dc_opts *o, int argc, char **argv)
 	uv_timer_init(&s->loop, &s->flush_timer);
 	s->flush_timer.data = s;
 	uv_timer_start(&s->flush_timer, on_flush, o->flush_ms, o->flush_ms);
+	uv_timer_init(&s->loop, &s->drain_timer);
+	s->drain_timer.data = s;
+	uv_timer_start(&s->drain_timer, on_drain, DC_DRAIN_MS, DC_DRAIN_MS);
 	if (!s->started) {
 		s->pidfd = syscall(SYS_pidfd_open, o->pid, 0);
 		if (s->pidfd < 0) {
