@@ -12,6 +12,7 @@
 #include <bpf/libbpf.h>
 
 #include "elfsym.h"
+#include "syscall.skel.h"
 #include "uprobe.skel.h"
 
 #define DC_MAX_PROBES 65536
@@ -40,6 +41,7 @@ struct dc_link_create_uprobe_multi {
 
 struct dc_bpf {
 	struct uprobe_bpf *skel;
+	struct syscall_bpf *sys;   /* loaded when a syscall layer is asked for */
 	struct dc_probe *probes;
 	struct bpf_link **links;   /* fallback: 2 per probe (entry, return) */
 	unsigned nprobes, cap, nattached;
@@ -270,15 +272,73 @@ out:
 	return n;
 }
 
+/* Loads syscall.bpf.c on the maps of uprobe.bpf.c (one ring buffer, one call stack per
+ * thread, so syscalls nest under libc calls) and attaches its two tracepoints.
+ * Returns 0, or -1 with err. */
+static int load_syscalls(struct dc_bpf *b, char *err, size_t errlen)
+{
+	b->sys = syscall_bpf__open();
+	if (!b->sys) {
+		snprintf(err, errlen, "cannot open the syscall BPF object: %s", strerror(errno));
+		return -1;
+	}
+	struct { struct bpf_map *mine, *shared; } maps[] = {
+		{ b->sys->maps.traced, b->skel->maps.traced },
+		{ b->sys->maps.stacks, b->skel->maps.stacks },
+		{ b->sys->maps.zero_stack, b->skel->maps.zero_stack },
+		{ b->sys->maps.events, b->skel->maps.events },
+		{ b->sys->maps.scratch, b->skel->maps.scratch },
+		{ b->sys->maps.stats, b->skel->maps.stats },
+	};
+	int e = 0;
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]) && !e; i++)
+		e = bpf_map__reuse_fd(maps[i].mine, bpf_map__fd(maps[i].shared));
+	b->sys->rodata->wakeup_bytes = b->skel->rodata->wakeup_bytes;
+	if (!e)
+		e = syscall_bpf__load(b->sys);
+	if (!e)
+		e = syscall_bpf__attach(b->sys);
+	if (e) {
+		snprintf(err, errlen, "cannot load or attach the syscall tracepoints "
+			 "(raw_syscalls:sys_enter/sys_exit, tp_btf): %s", strerror(-e));
+		syscall_bpf__destroy(b->sys);
+		b->sys = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 {
-	unsigned ok = 0;
+	unsigned ok = 0, nsys = 0;
+	/* syscall probes: a cookie per syscall number in the syscall_cookie map */
+	for (unsigned i = b->nattached; i < b->nprobes; i++) {
+		if (b->probes[i].layer->mechanism != DC_MECH_SYSCALL)
+			continue;
+		if (!b->sys && load_syscalls(b, err, errlen))
+			return -1;
+		__u32 nr = b->probes[i].offset;
+		__u64 cookie = cookie_of(&b->probes[i], i);
+		if (bpf_map__update_elem(b->sys->maps.syscall_cookie, &nr, sizeof(nr), &cookie,
+					 sizeof(cookie), BPF_ANY)) {
+			fprintf(stderr, "datacrumbs: warning: cannot trace syscall %s (nr %u): %s\n",
+				b->probes[i].func->name, nr, strerror(errno));
+			continue;
+		}
+		nsys++;
+	}
+	ok += nsys;
 	if (b->multi) {
 		/* probes of one library are added together: attach each run at once */
 		unsigned i = b->nattached;
 		while (i < b->nprobes) {
+			if (b->probes[i].layer->mechanism == DC_MECH_SYSCALL) {
+				i++;
+				continue;
+			}
 			unsigned j = i + 1;
-			while (j < b->nprobes && !strcmp(b->probes[j].library, b->probes[i].library))
+			while (j < b->nprobes && !strcmp(b->probes[j].library, b->probes[i].library) &&
+			       b->probes[j].layer->mechanism != DC_MECH_SYSCALL)
 				j++;
 			ok += attach_multi(b, i, j);
 			i = j;
@@ -292,6 +352,8 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 	}
 	for (unsigned i = b->nattached; i < b->nprobes; i++) {
 		struct dc_probe *p = &b->probes[i];
+		if (p->layer->mechanism == DC_MECH_SYSCALL)
+			continue;
 		LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie_of(p, i));
 		o.retprobe = false;
 		b->links[2 * i] = bpf_program__attach_uprobe_opts(b->skel->progs.dc_entry, -1,
@@ -358,6 +420,7 @@ void dc_bpf_close(struct dc_bpf *b)
 	for (unsigned i = 0; i < b->nmlinks; i++)
 		close(b->mlinks[i]);
 	free(b->mlinks);
+	syscall_bpf__destroy(b->sys);
 	uprobe_bpf__destroy(b->skel);
 	free(b->probes);
 	free(b->links);

@@ -243,7 +243,14 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		}
 	}
 	int64_t ret = f->ret_kind == DC_RET_INT ? (int)e->ret : e->ret;
-	dc_rec_int(r, "ret", ret);
+	if (pr->layer->mechanism == DC_MECH_SYSCALL && ret < 0 && ret >= -4095) {
+		/* the kernel returns -errno; the contract writes ret -1 and errno (syscall(2)) */
+		dc_rec_int(r, "ret", -1);
+		dc_rec_int(r, "errno", -ret);
+		ret = -1;
+	} else {
+		dc_rec_int(r, "ret", ret);
+	}
 
 	if (epath) {
 		r->path = dc_files_resolve(pf, dirfdi >= 0, dirfdi >= 0 ? (int)e->args[dirfdi] : 0,

@@ -351,6 +351,18 @@ static int top_field(struct ctx *c, const char *key, const yaml_node_t *k,
 		return get_string(c, "layer", v, l->name, sizeof l->name);
 	if (strcmp(key, "library") == 0)
 		return get_string(c, "library", v, l->library, sizeof l->library);
+	if (strcmp(key, "mechanism") == 0) {
+		char buf[32];
+		if (get_string(c, "mechanism", v, buf, sizeof buf) != 0)
+			return -1;
+		if (strcmp(buf, "uprobe") == 0)
+			l->mechanism = DC_MECH_UPROBE;
+		else if (strcmp(buf, "syscall") == 0)
+			l->mechanism = DC_MECH_SYSCALL;
+		else
+			return fail(c, node_line(v), "unknown mechanism '%s' (uprobe or syscall)", buf);
+		return 0;
+	}
 
 	/* functions */
 	if (v->type != YAML_SEQUENCE_NODE)
@@ -452,7 +464,7 @@ static void yaml_fail(struct ctx *c, const yaml_parser_t *p, const char *text, s
 
 struct dc_layer *dc_layer_load(const char *path, char *err, size_t errlen)
 {
-	static const char *const keys[] = { "layer", "library", "functions", NULL };
+	static const char *const keys[] = { "layer", "library", "mechanism", "functions", NULL };
 	struct ctx c = { path, NULL, err, errlen, 0 };
 	yaml_parser_t parser;
 	yaml_document_t doc, extra;
@@ -504,7 +516,7 @@ struct dc_layer *dc_layer_load(const char *path, char *err, size_t errlen)
 	} else if (each_pair(&c, root, keys, top_field, l) == 0) {
 		if (!l->name[0])
 			fail(&c, node_line(root), "missing 'layer'");
-		else if (!l->library[0])
+		else if (!l->library[0] && l->mechanism == DC_MECH_UPROBE)
 			fail(&c, node_line(root), "missing 'library'");
 		else if (!l->funcs)
 			fail(&c, node_line(root), "missing 'functions'");

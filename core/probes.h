@@ -60,10 +60,17 @@ struct dc_func {
 	int line;               /* line in the description file, for messages */
 };
 
+/* How a layer's functions are probed (`mechanism:`). */
+enum dc_mechanism {
+	DC_MECH_UPROBE = 0, /* uprobe + uretprobe on a library's functions (default) */
+	DC_MECH_SYSCALL,    /* the raw syscall tracepoints; function names are sys_<name> */
+};
+
 struct dc_layer {
 	char path[512];         /* the description file it came from */
 	char name[32];          /* the layer as written into `cat`: POSIX, STDIO, ... */
-	char library[64];       /* soname prefix of the library, e.g. "libc.so" */
+	char library[64];       /* soname prefix of the library (uprobe layers), "libc.so" */
+	enum dc_mechanism mechanism;
 	struct dc_func *funcs;
 	int nfuncs;
 };

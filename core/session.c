@@ -22,6 +22,7 @@
 #include "consumer.h"
 #include "elfsym.h"
 #include "lua_api.h"
+#include "syscalls.h"
 #include "writer.h"
 
 struct session {
@@ -133,6 +134,40 @@ static int mapped_library(int pid, const char *prefix, char *out, size_t outlen)
 
 /* Resolves every function the script asked for to (library, offset) probes. Functions
  * the library lacks get a warning. Returns the number of probes, or -1 with err. */
+/* Adds the syscall-tracepoint probes of request r (a `mechanism: syscall` layer): the
+ * asked functions, then hidden the ones that change fds or the cwd. Returns the number
+ * of visible probes, or -1 with err. */
+static int add_syscall_probes(struct session *s, const struct dc_probe_req *r, char *err,
+			      size_t errlen)
+{
+	const struct dc_layer *l = r->layer;
+	int total = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		int n = pass == 0 && r->funcs ? r->nfuncs : l->nfuncs;
+		for (int k = 0; k < n; k++) {
+			const struct dc_func *f = pass == 0 && r->funcs
+				? dc_layer_func(l, r->funcs[k]) : &l->funcs[k];
+			int hidden = pass == 1;
+			if (hidden && (!r->funcs || f->effect == DC_FX_NONE))
+				continue;
+			int nr = dc_syscall_nr(f->name);
+			if (nr < 0) {
+				if (!hidden)
+					fprintf(stderr, "datacrumbs: warning: %s is not a syscall on this "
+						"architecture (%s:%d): not traced\n", f->name, l->path,
+						f->line);
+				continue;
+			}
+			if (dc_bpf_add_probe(s->bpf, l, f, "[syscall]", nr, hidden) < 0) {
+				snprintf(err, errlen, "too many probes");
+				return -1;
+			}
+			total += !hidden;
+		}
+	}
+	return total;
+}
+
 static int resolve_probes(struct session *s, const char *binary, char *err, size_t errlen)
 {
 	int nreq, total = 0;
@@ -145,6 +180,13 @@ static int resolve_probes(struct session *s, const char *binary, char *err, size
 	for (int i = 0; i < nreq; i++) {
 		const struct dc_probe_req *r = &reqs[i];
 		const struct dc_layer *l = r->layer;
+		if (l->mechanism == DC_MECH_SYSCALL) {
+			int n = add_syscall_probes(s, r, err, errlen);
+			if (n < 0)
+				return -1;
+			total += n;
+			continue;
+		}
 		char lib[PATH_MAX];
 		int found = s->started
 			? dc_elf_find_library(binary, l->library, lib, sizeof(lib), err, errlen)

@@ -1,0 +1,246 @@
+/* common.bpf.h: what every datacrumbs BPF program shares: the maps (one instance, the
+ * loader reuses them across objects), the per-thread call stack and the record emitter. */
+#ifndef DC_COMMON_BPF_H
+#define DC_COMMON_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "datacrumbs.h"
+
+/* The traced processes, by tgid. The loader puts the first one in; forks of a traced
+ * process are added here, exits removed. The value holds the process's call-id counter. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32);
+	__type(value, struct dc_proc);
+} traced SEC(".maps");
+
+/* One in-flight probed call. */
+struct dc_frame {
+	__u64 cookie;
+	__u64 ts;
+	__u64 id;
+	__u64 iov_bytes;
+	__u64 args[DC_MAX_ARGS];
+};
+
+/* The calls in flight on one thread, innermost last. Deleted when the outermost call
+ * returns and when the thread exits, so no entry state outlives its call. */
+struct dc_stack {
+	__u32 depth;
+	__u32 pad;
+	struct dc_frame f[DC_MAX_DEPTH];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct dc_stack);
+} stacks SEC(".maps");
+
+/* A zeroed dc_stack to insert from (BPF stacks are 512 bytes, dc_stack is larger). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dc_stack);
+} zero_stack SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20); /* resized by the loader (--buffer-size) */
+} events SEC(".maps");
+
+/* Where a path string is read before it is copied into a record of the right size. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dc_path_event);
+} scratch SEC(".maps");
+
+/* enum dc_stat counters, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DC_STAT_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+/* Wake the consumer only once this much data waits (set by the loader before load);
+ * below it, the consumer's own timer drains the buffer. A wakeup per record costs the
+ * traced thread an IPI and the tracer a context switch per event. */
+const volatile __u64 wakeup_bytes = 0;
+
+static __always_inline __u64 submit_flags(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes
+	       ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline void count_stat(__u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &which);
+	if (v)
+		*v += 1;
+}
+
+/* Sums iov_len over up to DC_IOV_MAX entries of a user iovec array. */
+static __always_inline __u64 iov_sum(const struct iovec *iov, __u64 cnt)
+{
+	__u64 sum = 0;
+	for (int i = 0; i < DC_IOV_MAX; i++) {
+		struct iovec v;
+		if (i >= cnt)
+			break;
+		if (bpf_probe_read_user(&v, sizeof(v), &iov[i]))
+			break;
+		sum += v.iov_len;
+	}
+	return sum;
+}
+
+/* A probed call starts on the current thread: push a frame with its attach cookie,
+ * id, argument registers and (for iovec calls) the bytes asked. Untraced processes
+ * return at once. */
+static __always_inline void call_enter(__u64 cookie, __u64 a0, __u64 a1, __u64 a2,
+				       __u64 a3, __u64 a4, __u64 a5)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct dc_proc *p = bpf_map_lookup_elem(&traced, &tgid);
+	if (!p)
+		return;
+
+	struct dc_stack *st = bpf_map_lookup_elem(&stacks, &tid);
+	if (!st) {
+		__u32 zero = 0;
+		struct dc_stack *z = bpf_map_lookup_elem(&zero_stack, &zero);
+		if (!z)
+			return;
+		bpf_map_update_elem(&stacks, &tid, z, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&stacks, &tid);
+		if (!st)
+			return;
+	}
+	__u32 d = st->depth;
+	if (d >= DC_MAX_DEPTH) {
+		count_stat(DC_STAT_DEEP);
+		st->depth = d + 1; /* keep counting so the returns pair up again */
+		return;
+	}
+	struct dc_frame *f = &st->f[d & (DC_MAX_DEPTH - 1)];
+	f->cookie = cookie;
+	f->id = __sync_fetch_and_add(&p->next_id, 1);
+	f->args[0] = a0;
+	f->args[1] = a1;
+	f->args[2] = a2;
+	f->args[3] = a3;
+	f->args[4] = a4;
+	f->args[5] = a5;
+	f->iov_bytes = 0;
+	__u32 iov = DC_COOKIE_IOV(cookie) - 1, cnt = DC_COOKIE_IOVCNT(cookie) - 1;
+	if (iov < DC_MAX_ARGS && cnt < DC_MAX_ARGS)
+		f->iov_bytes = iov_sum((const struct iovec *)f->args[iov], f->args[cnt]);
+	st->depth = d + 1;
+	f->ts = bpf_ktime_get_ns();
+}
+
+/* Fills the common part of a call record from its frame. */
+static __always_inline void fill_call(struct dc_event *e, struct dc_frame *f, __u32 tgid,
+				      __u32 tid, __u32 depth, __u64 parent, __u64 now, long ret)
+{
+	e->kind = DC_EV_CALL;
+	e->probe = DC_COOKIE_PROBE(f->cookie);
+	e->pid = tgid;
+	e->tid = tid;
+	e->ts = f->ts;
+	e->dur = now - f->ts;
+	e->id = f->id;
+	e->parent = parent;
+	e->level = depth + 1;
+	e->path_len = 0;
+	e->ret = ret;
+	e->iov_bytes = f->iov_bytes;
+	for (int i = 0; i < DC_MAX_ARGS; i++)
+		e->args[i] = f->args[i];
+}
+
+/* The probed call with this cookie returns `ret` on the current thread: pop its frame
+ * (and those of calls that never returned above it) and send one DC_EV_CALL record,
+ * with the path argument's string when the cookie names one. */
+static __always_inline void call_return(__u64 cookie, long ret)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct dc_stack *st = bpf_map_lookup_elem(&stacks, &tid);
+	if (!st || st->depth == 0) {
+		/* attached while the call was in flight, or the process is not traced */
+		if (bpf_map_lookup_elem(&traced, &tgid))
+			count_stat(DC_STAT_UNPAIRED);
+		return;
+	}
+	__u32 d = st->depth - 1;
+	if (d >= DC_MAX_DEPTH) {
+		st->depth = d;
+		return;
+	}
+	/* A frame whose probe differs was left by a call that never returned (longjmp,
+	 * exception): drop frames until this probe's own, up to the whole stack. */
+	for (int i = 0; i < DC_MAX_DEPTH; i++) {
+		if (st->f[d & (DC_MAX_DEPTH - 1)].cookie == cookie || d == 0)
+			break;
+		d--;
+	}
+	struct dc_frame *f = &st->f[d & (DC_MAX_DEPTH - 1)];
+	if (f->cookie != cookie) {
+		count_stat(DC_STAT_UNPAIRED);
+		return;
+	}
+	__u64 parent = d > 0 ? st->f[(d - 1) & (DC_MAX_DEPTH - 1)].id : 0;
+	__u32 path = DC_COOKIE_PATH(cookie) - 1;
+
+	__u32 zero = 0;
+	struct dc_path_event *sc = path < DC_MAX_ARGS ? bpf_map_lookup_elem(&scratch, &zero) : NULL;
+	if (sc) {
+		/* read at return: the kernel has faulted the string's page in by now; then
+		 * send it in the smallest record class it fits, to spare the ring buffer */
+		long n = bpf_probe_read_user_str(sc->path, sizeof(sc->path),
+						 (const void *)f->args[path]);
+		struct dc_path_event *pe;
+		if (n <= DC_PATH_SMALL) {
+			pe = bpf_ringbuf_reserve(&events, sizeof(pe->e) + DC_PATH_SMALL, 0);
+			if (pe)
+				bpf_probe_read_kernel(pe->path, DC_PATH_SMALL, sc->path);
+		} else {
+			pe = bpf_ringbuf_reserve(&events, sizeof(*pe), 0);
+			if (pe)
+				bpf_probe_read_kernel(pe->path, DC_PATH_MAX, sc->path);
+		}
+		if (!pe) {
+			count_stat(DC_STAT_LOST);
+		} else {
+			fill_call(&pe->e, f, tgid, tid, d, parent, now, ret);
+			pe->e.path_len = n > 0 ? n : 0;
+			bpf_ringbuf_submit(pe, submit_flags());
+		}
+	} else {
+		struct dc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		if (!e) {
+			count_stat(DC_STAT_LOST);
+		} else {
+			fill_call(e, f, tgid, tid, d, parent, now, ret);
+			bpf_ringbuf_submit(e, submit_flags());
+		}
+	}
+	st->depth = d;
+	if (d == 0)
+		bpf_map_delete_elem(&stacks, &tid);
+}
+
+#endif
