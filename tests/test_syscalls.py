@@ -1,0 +1,94 @@
+"""test_syscalls.py: the SYSCALL layer (io_syscalls.lua, raw_syscalls tracepoints): a static
+program doing raw syscall(2) I/O that no uprobe can see, dd's exact syscalls, and the
+nesting of syscalls under the POSIX calls that made them when both layers are probed."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+import dctest  # noqa: E402
+from dctest import check, equal  # noqa: E402
+
+dctest.need_root()
+O_WRONLY, O_CREAT, O_TRUNC = 0o1, 0o100, 0o1000
+AT_FDCWD, ENOENT = -100, 2
+
+
+def traced(name, script, cmd):
+    d = dctest.workdir("sys-" + name)
+    data = os.path.join(d, "data")
+    os.makedirs(data)
+    r = dctest.run_dc(["run", "-o", d, script, "--"] + [c.replace("DATA", data) for c in cmd])
+    trace = dctest.find_trace(d)
+    dctest.check_pfw(trace)
+    events, _, _ = dctest.read_trace(trace)
+    return data, r, events
+
+
+def on(events, data, cat):
+    return [e for e in dctest.calls(events, cat) if e["path"] and e["path"].startswith(data + "/")]
+
+
+def shape(e, data):
+    a = {k: v for k, v in e["args"].items() if k not in ("hhash", "fhash", "level", "p_idx")}
+    return (e["name"], os.path.relpath(e["path"], data), a)
+
+
+# 1. a static binary with raw syscalls: seen by the syscall layer, not by uprobes
+data, r, events = traced("raw", "io_syscalls.lua", [os.environ["PROG_RAW"], "DATA"])
+equal(r.returncode, 0, "prog_raw exit status (stderr: %s)" % r.stderr.strip())
+equal([shape(e, data) for e in on(events, data, "SYSCALL")], [
+    ("sys_openat", "raw.bin", {"dirfd": AT_FDCWD, "flags": O_CREAT | O_WRONLY | O_TRUNC,
+                               "mode": 0o640, "ret": 3}),
+    ("sys_write", "raw.bin", {"fd": 3, "count": 100, "ret": 100}),
+    ("sys_pwrite64", "raw.bin", {"fd": 3, "count": 200, "offset": 1000, "ret": 200}),
+    ("sys_close", "raw.bin", {"fd": 3, "ret": 0}),
+    ("sys_openat", "missing/none", {"dirfd": AT_FDCWD, "flags": 0, "ret": -1, "errno": ENOENT}),
+], "prog_raw's syscalls")
+data, r, events = traced("raw-posix", "io_posix.lua", [os.environ["PROG_RAW"], "DATA"])
+equal(r.returncode, 0, "prog_raw under io_posix.lua exit status")
+check("does not load libc.so" in r.stderr, "io_posix.lua warns about the static binary: %r" % r.stderr)
+equal(on(events, data, "POSIX"), [], "no POSIX events for a static binary")
+
+# 2. dd: exactly its 100 reads and 100 writes of 64 KiB
+data, r, events = traced("dd", "io_syscalls.lua",
+                         ["dd", "if=/dev/zero", "of=DATA/out", "bs=64k", "count=100"])
+equal(r.returncode, 0, "dd exit status")
+calls = dctest.calls(events, "SYSCALL")
+reads = [e for e in calls if e["name"] == "sys_read" and e["path"] == "/dev/zero"]
+writes = [e for e in calls if e["name"] == "sys_write" and e["path"] == data + "/out"]
+equal([(e["args"]["count"], e["args"]["ret"]) for e in reads], [(65536, 65536)] * 100,
+      "dd's reads of /dev/zero")
+equal([(e["args"]["count"], e["args"]["ret"]) for e in writes], [(65536, 65536)] * 100,
+      "dd's writes to out")
+equal(sum(e["args"]["ret"] for e in writes), os.path.getsize(data + "/out"), "bytes written = file size")
+
+# 3. both layers: every syscall on the program's files nests under the POSIX call
+script = os.path.join(dctest.workdir("sys-both-script"), "both.lua")
+with open(script, "w") as f:
+    f.write('local dc = require "datacrumbs"\ndc.probe "posix"\ndc.probe "syscalls"\n')
+data, r, events = traced("both", script, [os.environ["PROG_IO"], "DATA"])
+equal(r.returncode, 7, "prog_io exit status")
+byid = {(e["pid"], e["id"]): e for e in dctest.calls(events, "POSIX")}
+posix_of = {"write": "sys_write", "pwrite": "sys_pwrite64", "read": "sys_read",
+            "pread": "sys_pread64", "close": "sys_close", "fsync": "sys_fsync",
+            "lseek": "sys_lseek", "unlink": "sys_unlink", "open": "sys_openat",
+            "fstatat": "sys_newfstatat", "chdir": "sys_chdir"}
+sys_on_data = on(events, data, "SYSCALL")
+check(len(sys_on_data) >= 30, "syscalls on data/: %d" % len(sys_on_data))
+for e in sys_on_data:
+    parent = byid.get((e["pid"], e["args"]["p_idx"]))
+    ok = parent is not None and posix_of.get(parent["name"]) == e["name"] \
+        and e["args"]["level"] == parent["args"]["level"] + 1 \
+        and parent["ts"] <= e["ts"] and e["ts"] + e["dur"] <= parent["ts"] + parent["dur"] + 1
+    check(ok, "%s (id %d) nests under its POSIX call: parent %r" % (
+        e["name"], e["id"], parent and (parent["name"], parent["args"]["level"])))
+# one syscall per POSIX data call, with the same bytes
+pw = [e for e in on(events, data, "POSIX") if e["name"] == "pwrite"]
+spw = [e for e in sys_on_data if e["name"] == "sys_pwrite64"]
+equal([(e["args"]["count"], e["args"]["offset"], e["args"]["ret"]) for e in spw],
+      [(e["args"]["count"], e["args"]["offset"], e["args"]["ret"]) for e in pw],
+      "sys_pwrite64 mirrors pwrite")
+failed = [e for e in sys_on_data if e["name"] == "sys_openat" and e["args"]["ret"] == -1]
+equal([(os.path.relpath(e["path"], data), e["args"]["errno"]) for e in failed],
+      [("missing/nothere", ENOENT)], "the failing open's syscall carries errno")
+dctest.finish()
