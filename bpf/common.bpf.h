@@ -243,4 +243,74 @@ static __always_inline void call_return(__u64 cookie, long ret)
 		bpf_map_delete_elem(&stacks, &tid);
 }
 
+/* The kernel's dev_t (major << 20 | minor) in the user's encoding (new_encode_dev(),
+ * include/linux/kdev_t.h), so it compares with stat(2)'s st_dev. */
+static __always_inline __u64 user_dev(__u32 kdev)
+{
+	__u32 major = kdev >> 20, minor = kdev & 0xfffff;
+	return (minor & 0xff) | (major << 8) | ((minor & ~0xffU) << 12);
+}
+
+/* Sends a record made outside an entry/return pair (a kernel event), given its owner,
+ * times and args. Returns 0, or -1 when the ring buffer was full (counted as lost). */
+static __always_inline int emit_record(__u64 cookie, __u32 tgid, __u32 tid, __u64 id,
+				       __u64 parent, __u32 level, __u64 ts, __u64 dur,
+				       const __u64 args[DC_MAX_ARGS])
+{
+	struct dc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_stat(DC_STAT_LOST);
+		return -1;
+	}
+	e->kind = DC_EV_CALL;
+	e->probe = DC_COOKIE_PROBE(cookie);
+	e->pid = tgid;
+	e->tid = tid;
+	e->ts = ts;
+	e->dur = dur;
+	e->id = id;
+	e->parent = parent;
+	e->level = level;
+	e->path_len = 0;
+	e->ret = 0;
+	e->iov_bytes = 0;
+	for (int i = 0; i < DC_MAX_ARGS; i++)
+		e->args[i] = args[i];
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+/* Where an event that happens inside the current thread's probed calls belongs: a new
+ * id of process tgid, the innermost open call's id as parent, and the level below it.
+ * Returns 0, or -1 when the current process is not traced. */
+static __always_inline int current_place(__u32 tgid, __u32 tid, __u64 *id, __u64 *parent,
+					 __u32 *level)
+{
+	struct dc_proc *p = bpf_map_lookup_elem(&traced, &tgid);
+	if (!p)
+		return -1;
+	*id = __sync_fetch_and_add(&p->next_id, 1);
+	*parent = 0;
+	*level = 1;
+	struct dc_stack *st = bpf_map_lookup_elem(&stacks, &tid);
+	if (st && st->depth > 0) {
+		__u32 d = st->depth - 1;
+		if (d < DC_MAX_DEPTH) {
+			*parent = st->f[d].id;
+			*level = d + 2;
+		}
+	}
+	return 0;
+}
+
+/* An instant event (dur 0) of the current thread, nested in its innermost probed call. */
+static __always_inline void emit_now(__u64 cookie, const __u64 args[DC_MAX_ARGS])
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), id, parent;
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid, level;
+	if (current_place(tgid, tid, &id, &parent, &level))
+		return;
+	emit_record(cookie, tgid, tid, id, parent, level, bpf_ktime_get_ns(), 0, args);
+}
+
 #endif

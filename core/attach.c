@@ -6,42 +6,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "elfsym.h"
+#include "dc_features.h"
+#include "kernel.skel.h"
 #include "syscall.skel.h"
 #include "uprobe.skel.h"
 
 #define DC_MAX_PROBES 65536
 
-/* uprobe_multi links (kernel >= 6.6): one link attaches a program to many offsets of one
- * file, and detaches them all at once. Debian's libbpf 1.1 and uapi headers predate it,
- * so the attach type and the link_create attr are spelt out here from the kernel's
- * include/uapi/linux/bpf.h (enum bpf_attach_type, union bpf_attr.link_create). */
-#define DC_BPF_TRACE_UPROBE_MULTI 48
-#define DC_BPF_F_UPROBE_MULTI_RETURN 1U
-
-struct dc_link_create_uprobe_multi {
-	__u32 prog_fd;
-	__u32 target_fd;
-	__u32 attach_type;
-	__u32 flags;
-	__u64 path;            /* const char * */
-	__u64 offsets;         /* __u64[cnt] file offsets */
-	__u64 ref_ctr_offsets; /* NULL */
-	__u64 cookies;         /* __u64[cnt] attach cookies */
-	__u32 cnt;
-	__u32 uflags;          /* DC_BPF_F_UPROBE_MULTI_RETURN for uretprobes */
-	__u32 pid;             /* 0: every process */
-	__u32 pad;
-};
-
 struct dc_bpf {
 	struct uprobe_bpf *skel;
 	struct syscall_bpf *sys;   /* loaded when a syscall layer is asked for */
+	struct kernel_bpf *kern;   /* loaded when a tracepoint layer is asked for */
 	struct dc_probe *probes;
 	struct bpf_link **links;   /* fallback: 2 per probe (entry, return) */
 	unsigned nprobes, cap, nattached;
@@ -50,60 +29,6 @@ struct dc_bpf {
 	int *mlinks;               /* uprobe_multi link fds */
 	unsigned nmlinks;
 };
-
-/* Creates a uprobe_multi link of prog_fd on cnt offsets of path; the link fd or -1. */
-static int link_uprobe_multi(int prog_fd, const char *path, const __u64 *offsets,
-			     const __u64 *cookies, unsigned cnt, int ret)
-{
-	struct dc_link_create_uprobe_multi a;
-	memset(&a, 0, sizeof(a));
-	a.prog_fd = prog_fd;
-	a.attach_type = DC_BPF_TRACE_UPROBE_MULTI;
-	a.path = (unsigned long)path;
-	a.offsets = (unsigned long)offsets;
-	a.cookies = (unsigned long)cookies;
-	a.cnt = cnt;
-	a.uflags = ret ? DC_BPF_F_UPROBE_MULTI_RETURN : 0;
-	return syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
-}
-
-/* Does this kernel attach uprobe_multi links? Tries the real thing: a two-instruction
- * program of that attach type on getpid in the libc this process has mapped. */
-static int probe_uprobe_multi(void)
-{
-	if (getenv("DATACRUMBS_NO_UPROBE_MULTI"))
-		return 0;
-	char line[4096], libc[4096] = "";
-	FILE *f = fopen("/proc/self/maps", "r");
-	while (f && !libc[0] && fgets(line, sizeof(line), f)) {
-		char *p = strchr(line, '/');
-		if (p && strstr(p, "/libc.so")) {
-			p[strcspn(p, "\n")] = 0;
-			snprintf(libc, sizeof(libc), "%s", p);
-		}
-	}
-	if (f)
-		fclose(f);
-	char err[256];
-	struct dc_elf_syms *syms = libc[0] ? dc_elf_syms_open(libc, err, sizeof(err)) : NULL;
-	__u64 off = syms ? dc_elf_sym_offset(syms, "getpid") : 0, cookie = 0;
-	dc_elf_syms_close(syms);
-	if (!off)
-		return 0;
-	struct bpf_insn insns[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = DC_BPF_TRACE_UPROBE_MULTI);
-	int prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "dc_feature", "GPL", insns, 2, &o);
-	if (prog < 0)
-		return 0;
-	int link = link_uprobe_multi(prog, libc, &off, &cookie, 1, 0);
-	if (link >= 0)
-		close(link);
-	close(prog);
-	return link >= 0;
-}
 
 /* libbpf prints its own diagnostics; keep only warnings and errors, prefixed. */
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -136,7 +61,7 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, char *err, size_t errlen)
 		free(b);
 		return NULL;
 	}
-	b->multi = probe_uprobe_multi();
+	b->multi = dc_feature_uprobe_multi(NULL, 0);
 	if (b->multi) {
 		bpf_program__set_expected_attach_type(b->skel->progs.dc_entry,
 						      DC_BPF_TRACE_UPROBE_MULTI);
@@ -252,10 +177,10 @@ static unsigned attach_multi(struct dc_bpf *b, unsigned from, unsigned to)
 		cookies[i - from] = cookie_of(&b->probes[i], i);
 	}
 	const char *lib = b->probes[from].library;
-	int in = link_uprobe_multi(bpf_program__fd(b->skel->progs.dc_entry), lib, offs, cookies,
-				   cnt, 0);
-	int out = in < 0 ? -1 : link_uprobe_multi(bpf_program__fd(b->skel->progs.dc_return),
-						 lib, offs, cookies, cnt, 1);
+	int in = dc_link_uprobe_multi(bpf_program__fd(b->skel->progs.dc_entry), lib, offs,
+				      cookies, cnt, 0, 0);
+	int out = in < 0 ? -1 : dc_link_uprobe_multi(bpf_program__fd(b->skel->progs.dc_return),
+						    lib, offs, cookies, cnt, 1, 0);
 	if (in < 0 || out < 0) {
 		fprintf(stderr, "datacrumbs: warning: cannot attach %u uprobes in %s: %s\n", cnt,
 			lib, strerror(errno));
@@ -272,6 +197,95 @@ out:
 	return n;
 }
 
+/* The built-in tracepoint probes of bpf/kernel.bpf.c, by the name a probe description
+ * gives them (mechanism: tracepoint). A probe's offset is its index here. */
+static const char *const tracepoints[] = {
+	"mm_filemap_add_to_page_cache",      /* filemap tracepoints, in the reader's context */
+	"mm_filemap_delete_from_page_cache",
+	"mm_filemap_get_pages",
+	"block_rq",                          /* block_rq_insert/issue -> block_rq_complete */
+};
+#define NTRACEPOINTS (sizeof(tracepoints) / sizeof(tracepoints[0]))
+
+int dc_bpf_tracepoint(const char *name)
+{
+	for (unsigned i = 0; i < NTRACEPOINTS; i++)
+		if (!strcmp(tracepoints[i], name))
+			return i;
+	return -1;
+}
+
+/* Points every map of a second BPF object at the first object's instance of it. */
+#define REUSE(obj, name, e) \
+	do { \
+		if (!(e)) \
+			(e) = bpf_map__reuse_fd((obj)->maps.name, bpf_map__fd(b->skel->maps.name)); \
+	} while (0)
+
+/* Loads kernel.bpf.c on the shared maps with the programs of the asked tracepoint probes
+ * only, their attach cookies in its rodata, and attaches them. 0, or -1 with err. */
+static int load_kernel(struct dc_bpf *b, char *err, size_t errlen)
+{
+	b->kern = kernel_bpf__open();
+	if (!b->kern) {
+		snprintf(err, errlen, "cannot open the kernel-layer BPF object: %s", strerror(errno));
+		return -1;
+	}
+	struct kernel_bpf *k = b->kern;
+	struct bpf_program *progs[] = {
+		k->progs.dc_pc_add, k->progs.dc_pc_delete, k->progs.dc_pc_lookup,
+		k->progs.dc_blk_insert, k->progs.dc_blk_issue, k->progs.dc_blk_merge,
+		k->progs.dc_blk_complete,
+	};
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
+		bpf_program__set_autoload(progs[i], false);
+	for (unsigned i = 0; i < b->nprobes; i++) {
+		const struct dc_probe *p = &b->probes[i];
+		if (p->layer->mechanism != DC_MECH_TRACEPOINT)
+			continue;
+		__u64 c = cookie_of(p, i);
+		switch (p->offset) {
+		case 0:
+			k->rodata->cookie_pc_add = c;
+			bpf_program__set_autoload(k->progs.dc_pc_add, true);
+			break;
+		case 1:
+			k->rodata->cookie_pc_delete = c;
+			bpf_program__set_autoload(k->progs.dc_pc_delete, true);
+			break;
+		case 2:
+			k->rodata->cookie_pc_lookup = c;
+			bpf_program__set_autoload(k->progs.dc_pc_lookup, true);
+			break;
+		case 3:
+			k->rodata->cookie_block = c;
+			for (size_t j = 3; j < 7; j++)
+				bpf_program__set_autoload(progs[j], true);
+			break;
+		}
+	}
+	k->rodata->wakeup_bytes = b->skel->rodata->wakeup_bytes;
+	int e = 0;
+	REUSE(k, traced, e);
+	REUSE(k, stacks, e);
+	REUSE(k, zero_stack, e);
+	REUSE(k, events, e);
+	REUSE(k, scratch, e);
+	REUSE(k, stats, e);
+	if (!e)
+		e = kernel_bpf__load(k);
+	if (!e)
+		e = kernel_bpf__attach(k);
+	if (e) {
+		snprintf(err, errlen, "cannot load or attach the page cache / block tracepoints "
+			 "(tp_btf): %s", strerror(-e));
+		kernel_bpf__destroy(k);
+		b->kern = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 /* Loads syscall.bpf.c on the maps of uprobe.bpf.c (one ring buffer, one call stack per
  * thread, so syscalls nest under libc calls) and attaches its two tracepoints.
  * Returns 0, or -1 with err. */
@@ -282,17 +296,13 @@ static int load_syscalls(struct dc_bpf *b, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot open the syscall BPF object: %s", strerror(errno));
 		return -1;
 	}
-	struct { struct bpf_map *mine, *shared; } maps[] = {
-		{ b->sys->maps.traced, b->skel->maps.traced },
-		{ b->sys->maps.stacks, b->skel->maps.stacks },
-		{ b->sys->maps.zero_stack, b->skel->maps.zero_stack },
-		{ b->sys->maps.events, b->skel->maps.events },
-		{ b->sys->maps.scratch, b->skel->maps.scratch },
-		{ b->sys->maps.stats, b->skel->maps.stats },
-	};
 	int e = 0;
-	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]) && !e; i++)
-		e = bpf_map__reuse_fd(maps[i].mine, bpf_map__fd(maps[i].shared));
+	REUSE(b->sys, traced, e);
+	REUSE(b->sys, stacks, e);
+	REUSE(b->sys, zero_stack, e);
+	REUSE(b->sys, events, e);
+	REUSE(b->sys, scratch, e);
+	REUSE(b->sys, stats, e);
 	b->sys->rodata->wakeup_bytes = b->skel->rodata->wakeup_bytes;
 	if (!e)
 		e = syscall_bpf__load(b->sys);
@@ -328,17 +338,30 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 		nsys++;
 	}
 	ok += nsys;
+	/* tracepoint probes: one load of kernel.bpf.c with the asked programs */
+	int ntp = 0;
+	for (unsigned i = b->nattached; i < b->nprobes; i++)
+		ntp += b->probes[i].layer->mechanism == DC_MECH_TRACEPOINT;
+	if (ntp) {
+		if (b->kern) {
+			snprintf(err, errlen, "tracepoint probes can be added only once");
+			return -1;
+		}
+		if (load_kernel(b, err, errlen))
+			return -1;
+		ok += ntp;
+	}
 	if (b->multi) {
 		/* probes of one library are added together: attach each run at once */
 		unsigned i = b->nattached;
 		while (i < b->nprobes) {
-			if (b->probes[i].layer->mechanism == DC_MECH_SYSCALL) {
+			if (b->probes[i].layer->mechanism != DC_MECH_UPROBE) {
 				i++;
 				continue;
 			}
 			unsigned j = i + 1;
 			while (j < b->nprobes && !strcmp(b->probes[j].library, b->probes[i].library) &&
-			       b->probes[j].layer->mechanism != DC_MECH_SYSCALL)
+			       b->probes[j].layer->mechanism == DC_MECH_UPROBE)
 				j++;
 			ok += attach_multi(b, i, j);
 			i = j;
@@ -352,7 +375,7 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 	}
 	for (unsigned i = b->nattached; i < b->nprobes; i++) {
 		struct dc_probe *p = &b->probes[i];
-		if (p->layer->mechanism == DC_MECH_SYSCALL)
+		if (p->layer->mechanism != DC_MECH_UPROBE)
 			continue;
 		LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie_of(p, i));
 		o.retprobe = false;
@@ -420,6 +443,7 @@ void dc_bpf_close(struct dc_bpf *b)
 	for (unsigned i = 0; i < b->nmlinks; i++)
 		close(b->mlinks[i]);
 	free(b->mlinks);
+	kernel_bpf__destroy(b->kern);
 	syscall_bpf__destroy(b->sys);
 	uprobe_bpf__destroy(b->skel);
 	free(b->probes);

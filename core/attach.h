@@ -37,6 +37,11 @@ int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
 		     const struct dc_func *func, const char *library, uint64_t offset,
 		     int hidden);
 
+/* The index of a built-in tracepoint probe of bpf/kernel.bpf.c by name
+ * ("mm_filemap_add_to_page_cache", "block_rq", ...), the offset to give
+ * dc_bpf_add_probe; -1 when there is none of that name. */
+int dc_bpf_tracepoint(const char *name);
+
 /* Attaches a uprobe and a uretprobe for every probe added and not yet attached.
  * A probe that fails to attach is reported on stderr and skipped. Returns the number of
  * functions attached, or -1 with err when none could be. */

@@ -16,9 +16,12 @@ static const char main_help[] =
 "commands:\n"
 "  run [OPTIONS] SCRIPT [SCRIPT-ARGS] -- CMD [ARGS...]   trace CMD and its children\n"
 "  run [OPTIONS] SCRIPT [SCRIPT-ARGS] -p PID             trace a running process\n"
+"  features [--json]                                     what this kernel and these\n"
+"                                                        privileges let the tracer use\n"
 "  version                                               print the version\n"
 "\n"
 "  datacrumbs run --help      the options of run\n"
+"  datacrumbs features --help what features checks\n"
 "\n"
 "SCRIPT is found as a path, then in $DATACRUMBS_SCRIPT_PATH, then in the installed\n"
 "scripts directory (e.g. io_posix.lua). Needs root, or CAP_BPF and CAP_PERFMON.\n";

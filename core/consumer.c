@@ -26,6 +26,7 @@ struct dc_consumer {
 	struct dc_script *script;
 	int64_t mono_to_real_ns;
 	int failed;
+	int want_inodes;           /* a probe records inodes: map opened paths to them */
 	uint64_t written, dropped, own_ids;
 	struct seen *seen;
 	size_t nseen, capseen;
@@ -131,13 +132,16 @@ static int call_ok(const struct dc_func *f, int64_t ret)
 
 /* Applies what a successful call does to the process's fds, DIR streams and cwd. */
 static void apply_effect(struct dc_proc_files *pf, const struct dc_func *f,
-			 const struct dc_event *e, int64_t ret, const char *path, int fdi)
+			 const struct dc_event *e, int64_t ret, const char *path, int fdi,
+			 int want_inodes)
 {
 	int64_t fd = fdi >= 0 ? (int)e->args[fdi] : -1;
 	const char *fdpath = fdi >= 0 ? dc_files_fd(pf, fd) : NULL;
 	switch (f->effect) {
 	case DC_FX_OPEN:
 		dc_files_set_fd(pf, ret, path);
+		if (path && want_inodes)
+			dc_files_note_inode(path); /* for page cache events, which know the inode */
 		break;
 	case DC_FX_CLOSE:
 		dc_files_set_fd(pf, fd, NULL);
@@ -199,7 +203,7 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 	r->nargs = 0;
 	r->used = 0;
 
-	int fdi = -1, dirfdi = -1, diri = -1, flagsi = -1;
+	int fdi = -1, dirfdi = -1, diri = -1, flagsi = -1, inoi = -1, devi = -1;
 	for (int i = 0; i < f->nargs; i++)
 		if (f->args[i].kind == DC_ARG_UINT && !strcmp(f->args[i].name, "flags"))
 			flagsi = i;
@@ -237,13 +241,23 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		case DC_ARG_DIR:
 			diri = i;
 			break;
+		case DC_ARG_INO:
+			inoi = i;
+			dc_rec_int(r, a->name, (int64_t)v);
+			break;
+		case DC_ARG_DEV:
+			devi = i;
+			dc_rec_int(r, a->name, (int64_t)v);
+			break;
 		case DC_ARG_PATH:
 		case DC_ARG_NONE:
 			break;
 		}
 	}
 	int64_t ret = f->ret_kind == DC_RET_INT ? (int)e->ret : e->ret;
-	if (pr->layer->mechanism == DC_MECH_SYSCALL && ret < 0 && ret >= -4095) {
+	if (pr->layer->mechanism == DC_MECH_TRACEPOINT) {
+		/* a kernel event, not a call: no return value */
+	} else if (pr->layer->mechanism == DC_MECH_SYSCALL && ret < 0 && ret >= -4095) {
 		/* the kernel returns -errno; the contract writes ret -1 and errno (syscall(2)) */
 		dc_rec_int(r, "ret", -1);
 		dc_rec_int(r, "errno", -ret);
@@ -259,13 +273,15 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		r->path = dc_files_fd(pf, (int)e->args[fdi]);
 	} else if (diri >= 0) {
 		r->path = dc_files_dir(pf, e->args[diri]);
+	} else if (inoi >= 0 && devi >= 0) {
+		r->path = dc_files_inode(e->args[devi], e->args[inoi]);
 	}
 	if (r->path) { /* the fd table may change below: keep our own copy */
 		const char *k = dc_rec_keep(r, r->path, strlen(r->path));
 		r->path = k;
 	}
 	if (f->effect != DC_FX_NONE && call_ok(f, ret))
-		apply_effect(pf, f, e, ret, r->path, fdi);
+		apply_effect(pf, f, e, ret, r->path, fdi, c->want_inodes);
 	if (pr->hidden)
 		return;
 
@@ -335,6 +351,11 @@ struct dc_consumer *dc_consumer_new(struct dc_bpf *b, struct dc_writer *w,
 	c->w = w;
 	c->script = script;
 	c->mono_to_real_ns = mono_to_real_ns;
+	for (unsigned i = 0; i < dc_bpf_nprobes(b); i++) {
+		const struct dc_func *f = dc_bpf_probe(b, i)->func;
+		for (int k = 0; k < f->nargs; k++)
+			c->want_inodes |= f->args[k].kind == DC_ARG_INO;
+	}
 	c->rb = ring_buffer__new(dc_bpf_ringbuf_fd(b), on_record, c, NULL);
 	if (!c->rb) {
 		snprintf(err, errlen, "cannot open the ring buffer: %s", strerror(errno));

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct dir_entry {
@@ -27,6 +28,14 @@ struct dc_proc_files {
 
 #define NBUCKETS 1024
 static struct dc_proc_files *buckets[NBUCKETS];
+
+/* The inode table: open addressing on (dev, ino), grown at half full. */
+struct inode_entry {
+	uint64_t dev, ino;
+	char *path;         /* NULL: empty slot */
+};
+static struct inode_entry *inodes;
+static size_t ninodes, capinodes;
 
 static struct dc_proc_files **slot_of(int pid)
 {
@@ -99,8 +108,55 @@ void dc_files_exit(int pid)
 	free_proc(p);
 }
 
+static size_t inode_slot(struct inode_entry *t, size_t cap, uint64_t dev, uint64_t ino)
+{
+	size_t i = (size_t)((ino * 0x9e3779b97f4a7c15ULL) ^ dev) & (cap - 1);
+	while (t[i].path && (t[i].dev != dev || t[i].ino != ino))
+		i = (i + 1) & (cap - 1);
+	return i;
+}
+
+void dc_files_note_inode(const char *abs)
+{
+	struct stat st;
+	if (abs[0] != '/' || stat(abs, &st) != 0)
+		return;
+	if ((ninodes + 1) * 2 > capinodes) {
+		size_t cap = capinodes ? capinodes * 2 : 1024;
+		struct inode_entry *t = calloc(cap, sizeof(*t));
+		if (!t)
+			return;
+		for (size_t i = 0; i < capinodes; i++)
+			if (inodes[i].path)
+				t[inode_slot(t, cap, inodes[i].dev, inodes[i].ino)] = inodes[i];
+		free(inodes);
+		inodes = t;
+		capinodes = cap;
+	}
+	struct inode_entry *e = &inodes[inode_slot(inodes, capinodes, st.st_dev, st.st_ino)];
+	if (e->path && !strcmp(e->path, abs))
+		return;
+	char *c = xstrdup(abs);
+	if (!e->path)
+		ninodes++;
+	free(e->path);
+	*e = (struct inode_entry){ .dev = st.st_dev, .ino = st.st_ino, .path = c };
+}
+
+const char *dc_files_inode(uint64_t dev, uint64_t ino)
+{
+	if (!capinodes)
+		return NULL;
+	return inodes[inode_slot(inodes, capinodes, dev, ino)].path;
+}
+
 void dc_files_clear(void)
 {
+	for (size_t i = 0; i < capinodes; i++)
+		free(inodes[i].path);
+	free(inodes);
+	inodes = NULL;
+	ninodes = capinodes = 0;
 	for (int b = 0; b < NBUCKETS; b++) {
 		while (buckets[b]) {
 			struct dc_proc_files *p = buckets[b];

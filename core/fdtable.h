@@ -31,6 +31,11 @@ const char *dc_files_fd(const struct dc_proc_files *p, long fd);
 void dc_files_set_dir(struct dc_proc_files *p, uint64_t dirp, const char *abs);
 const char *dc_files_dir(const struct dc_proc_files *p, uint64_t dirp);
 
+/* (st_dev, st_ino) -> the path it was last opened by (any process), for kernel events
+ * that only know the inode (page cache). dc_files_note_inode stat(2)s abs now. */
+void dc_files_note_inode(const char *abs);
+const char *dc_files_inode(uint64_t dev, uint64_t ino);
+
 /* Makes `path` absolute: relative paths are joined to the path of dirfd (AT_FDCWD = -100
  * or use_dirfd=0: the cwd), then "." and ".." and repeated '/' are folded lexically (no
  * symlinks followed, as the call may have created or removed the file). Writes into out

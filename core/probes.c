@@ -18,8 +18,9 @@ static const struct { const char *name; enum dc_arg_kind kind; } arg_kinds[] = {
 	{ "fd", DC_ARG_FD },        { "dirfd", DC_ARG_DIRFD }, { "path", DC_ARG_PATH },
 	{ "iov", DC_ARG_IOV },      { "iovcnt", DC_ARG_IOVCNT }, { "dir", DC_ARG_DIR },
 	{ "long", DC_ARG_LONG },    { "mode", DC_ARG_MODE },
+	{ "ino", DC_ARG_INO },      { "dev", DC_ARG_DEV },
 };
-#define KINDS_LIST "int, uint, long, mode, fd, dirfd, path, iov, iovcnt, dir, _"
+#define KINDS_LIST "int, uint, long, mode, fd, dirfd, path, iov, iovcnt, dir, ino, dev, _"
 
 static const struct { const char *name; enum dc_effect fx; } effects[] = {
 	{ "open", DC_FX_OPEN },         { "close", DC_FX_CLOSE },   { "dup", DC_FX_DUP },
@@ -359,8 +360,11 @@ static int top_field(struct ctx *c, const char *key, const yaml_node_t *k,
 			l->mechanism = DC_MECH_UPROBE;
 		else if (strcmp(buf, "syscall") == 0)
 			l->mechanism = DC_MECH_SYSCALL;
+		else if (strcmp(buf, "tracepoint") == 0)
+			l->mechanism = DC_MECH_TRACEPOINT;
 		else
-			return fail(c, node_line(v), "unknown mechanism '%s' (uprobe or syscall)", buf);
+			return fail(c, node_line(v), "unknown mechanism '%s' (uprobe, syscall or "
+				    "tracepoint)", buf);
 		return 0;
 	}
 

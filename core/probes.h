@@ -22,6 +22,8 @@ enum dc_arg_kind {
 	DC_ARG_MODE,     /* mode_t of open(2): recorded only when the call's flags have
 			    O_CREAT or O_TMPFILE (else the register holds garbage), or when
 			    the function has no flags argument (creat, mkdir) */
+	DC_ARG_INO,      /* an inode number: with a `dev` arg, gives fhash from the opens seen */
+	DC_ARG_DEV,      /* a device number (st_dev encoding) */
 };
 
 /* What the return value is (x86-64 SysV: rax; a C int leaves the upper half undefined). */
@@ -64,6 +66,7 @@ struct dc_func {
 enum dc_mechanism {
 	DC_MECH_UPROBE = 0, /* uprobe + uretprobe on a library's functions (default) */
 	DC_MECH_SYSCALL,    /* the raw syscall tracepoints; function names are sys_<name> */
+	DC_MECH_TRACEPOINT, /* built-in tracepoint programs (bpf/kernel.bpf.c), by name */
 };
 
 struct dc_layer {

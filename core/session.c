@@ -134,11 +134,12 @@ static int mapped_library(int pid, const char *prefix, char *out, size_t outlen)
 
 /* Resolves every function the script asked for to (library, offset) probes. Functions
  * the library lacks get a warning. Returns the number of probes, or -1 with err. */
-/* Adds the syscall-tracepoint probes of request r (a `mechanism: syscall` layer): the
- * asked functions, then hidden the ones that change fds or the cwd. Returns the number
- * of visible probes, or -1 with err. */
-static int add_syscall_probes(struct session *s, const struct dc_probe_req *r, char *err,
-			      size_t errlen)
+/* Adds the probes of request r on a kernel layer (`mechanism: syscall`: the syscall
+ * tracepoints by syscall number; `tracepoint`: the built-in programs by name): the asked
+ * functions, then hidden the ones that change fds or the cwd. Returns the number of
+ * visible probes, or -1 with err. */
+static int add_kernel_probes(struct session *s, const struct dc_probe_req *r, char *err,
+			     size_t errlen)
 {
 	const struct dc_layer *l = r->layer;
 	int total = 0;
@@ -150,15 +151,17 @@ static int add_syscall_probes(struct session *s, const struct dc_probe_req *r, c
 			int hidden = pass == 1;
 			if (hidden && (!r->funcs || f->effect == DC_FX_NONE))
 				continue;
-			int nr = dc_syscall_nr(f->name);
+			int sys = l->mechanism == DC_MECH_SYSCALL;
+			int nr = sys ? dc_syscall_nr(f->name) : dc_bpf_tracepoint(f->name);
 			if (nr < 0) {
 				if (!hidden)
-					fprintf(stderr, "datacrumbs: warning: %s is not a syscall on this "
-						"architecture (%s:%d): not traced\n", f->name, l->path,
-						f->line);
+					fprintf(stderr, "datacrumbs: warning: %s is not %s (%s:%d): not "
+						"traced\n", f->name, sys ? "a syscall on this architecture"
+						: "a tracepoint probe datacrumbs has", l->path, f->line);
 				continue;
 			}
-			if (dc_bpf_add_probe(s->bpf, l, f, "[syscall]", nr, hidden) < 0) {
+			if (dc_bpf_add_probe(s->bpf, l, f, sys ? "[syscall]" : "[tracepoint]", nr,
+					     hidden) < 0) {
 				snprintf(err, errlen, "too many probes");
 				return -1;
 			}
@@ -180,8 +183,8 @@ static int resolve_probes(struct session *s, const char *binary, char *err, size
 	for (int i = 0; i < nreq; i++) {
 		const struct dc_probe_req *r = &reqs[i];
 		const struct dc_layer *l = r->layer;
-		if (l->mechanism == DC_MECH_SYSCALL) {
-			int n = add_syscall_probes(s, r, err, errlen);
+		if (l->mechanism != DC_MECH_UPROBE) {
+			int n = add_kernel_probes(s, r, err, errlen);
 			if (n < 0)
 				return -1;
 			total += n;

@@ -215,7 +215,7 @@ static const struct { const char *file, *error; } bad[] = {
 	{ "probes_bad_unknown_key.yaml", ":8: unknown field 'argz'" },
 	{ "probes_bad_top_key.yaml", ":3: unknown field 'libary'" },
 	{ "probes_bad_kind.yaml", ":9: unknown argument kind 'short' in 'short count' "
-	  "(kinds: int, uint, long, mode, fd, dirfd, path, iov, iovcnt, dir, _)" },
+	  "(kinds: int, uint, long, mode, fd, dirfd, path, iov, iovcnt, dir, ino, dev, _)" },
 	{ "probes_bad_too_many_args.yaml", ":16: function 'seven' has more than 6 arguments" },
 	{ "probes_bad_duplicate.yaml", ":12: duplicate function 'open' (first at line 5)" },
 	{ "probes_bad_effect.yaml", ":7: unknown effect 'reopen' (effects: open, close, dup, "

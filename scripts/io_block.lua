@@ -1,0 +1,6 @@
+-- io_block.lua: the BLOCK layer and the syscalls that caused it: every block request the
+-- command issued (device, sector, bytes, op, queue and device time), nested under the
+-- syscall (write, fsync, ...) that issued it (probes/block.yaml).
+local dc = require "datacrumbs"
+dc.probe "syscalls"
+dc.probe "block"

@@ -1,0 +1,6 @@
+-- io_pagecache.lua: the PAGE_CACHE layer and the syscalls that caused it: pages of the
+-- command's files entering the cache (misses), looked up (reads), dropped; each nested
+-- under the read/write syscall that caused it (probes/pagecache.yaml).
+local dc = require "datacrumbs"
+dc.probe "syscalls"
+dc.probe "pagecache"
