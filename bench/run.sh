@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # run.sh: datacrumbs' cost measured side by side with bpftrace and with no tracer, in one
-# invocation, as ratios; then the user side's event throughput and loss, and peak memory.
+# invocation, as ratios: the POSIX layer (uprobes) against bpftrace's uprobes, the SYSCALL
+# layer (raw_syscalls tp_btf) against bpftrace's syscall tracepoints and against the POSIX
+# layer; then the user side's event throughput and loss, and peak memory.
 # What each number means: README.md. Run as root: bench/run.sh (about 2-3 minutes on an idle machine).
 #
 # Knobs (environment):
-#   N=20000        loop iterations per overhead run (2 traced calls each)
-#   ROUNDS=7       rounds of {bare, bpftrace, datacrumbs nocb.lua, datacrumbs io_posix.lua}
+#   N=20000        loop iterations per uprobe run (2 traced calls each)
+#   SYS_N=50000    loop iterations per syscall-tracepoint run (its calls are ~40x cheaper;
+#                  2 x SYS_N records of 128 bytes must fit the 16 MiB ring buffer)
+#   ROUNDS=7       rounds of {bare, bpftrace, datacrumbs nocb.lua, datacrumbs io_posix.lua,
+#                  bare; bare, bpftrace tracepoints, datacrumbs sys.lua, bare}
 #   TP_N=50000     loop iterations per process in the throughput runs
 #   TP_CONFIGS="1:16M 2:16M 4:16M 2:1M 2:256K 2:64K"   PROCS:BUFFER per throughput run
 #   OUT=/tmp/datacrumbs-bench   work directory (traces, raw results)
@@ -15,6 +20,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
 DC=${DATACRUMBS:-$root/build/datacrumbs}
 N=${N:-20000}
+SYS_N=${SYS_N:-50000}
 ROUNDS=${ROUNDS:-7}
 TP_N=${TP_N:-50000}
 TP_CONFIGS=${TP_CONFIGS:-"1:16M 2:16M 4:16M 2:1M 2:256K 2:64K"}
@@ -28,6 +34,7 @@ command -v bpftrace >/dev/null || die "no bpftrace (Debian package bpftrace)"
 command -v python3 >/dev/null || die "no python3"
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing ||
 	die "cannot mount tracefs (bpftrace needs it)"
+[ -d /sys/kernel/tracing/events/syscalls ] || die "no syscalls tracepoints (CONFIG_FTRACE_SYSCALLS)"
 
 rm -rf "$OUT"
 mkdir -p "$OUT"
@@ -45,6 +52,13 @@ BT_PROG=""
 for f in write pread; do
 	BT_PROG+="uprobe:$LIBC:$f /pid == cpid/ { @s[tid] = nsecs }
 uretprobe:$LIBC:$f /pid == cpid && @s[tid]/ { @t = hist(nsecs - @s[tid]); delete(@s[tid]); }
+"
+done
+# and of the SYSCALL layer: the same on the syscall tracepoints of write(2) and pread64(2)
+BT_TP_PROG=""
+for f in write pread64; do
+	BT_TP_PROG+="tracepoint:syscalls:sys_enter_$f /pid == cpid/ { @s[tid] = nsecs }
+tracepoint:syscalls:sys_exit_$f /@s[tid]/ { @t = hist(nsecs - @s[tid]); delete(@s[tid]); }
 "
 done
 
@@ -78,14 +92,14 @@ bare() {
 	echo "variant=bare round=$R procs=$2 $(loopline "$OUT/bare.out")" >>"$RES"
 }
 
-# bt N
+# bt VARIANT PROG N
 bt() {
 	local t0 t1
 	t0=$(now)
-	peak bpftrace -e "$BT_PROG" -c "$OUT/loop $1 $OUT/small" >"$OUT/bt.out" 2>"$OUT/bt.err" ||
+	peak bpftrace -e "$2" -c "$OUT/loop $3 $OUT/small" >"$OUT/bt.out" 2>"$OUT/bt.err" ||
 		die "bpftrace failed: $(cat "$OUT/bt.err")"
 	t1=$(now)
-	echo "variant=bpftrace round=$R procs=1 $(loopline "$OUT/bt.out") t0=$t0 t1=$t1" \
+	echo "variant=$1 round=$R procs=1 $(loopline "$OUT/bt.out") t0=$t0 t1=$t1" \
 		"maxrss_kb=$(cat "$OUT/rss")" >>"$RES"
 }
 
@@ -101,17 +115,37 @@ dc() {
 	rm -f "$tr"
 }
 
-others=$(bpftool link list 2>/dev/null | grep -cE '^[0-9]+: (perf_event|uprobe_multi)' || true)
+# Other tracers' attachments that slow the loop even untraced: uprobes (perf events, and
+# uprobe_multi links, which Debian's bpftool 7.1 prints as "type 12") and programs on the
+# syscall tracepoints (raw sys_enter/sys_exit, or syscalls:sys_enter_*/sys_exit_*). Prints
+# "uprobes=U syscall_tps=S". Called between runs, so ours are detached.
+others() {
+	local links perf
+	links=$(bpftool link list 2>/dev/null || true)
+	perf=$(bpftool perf list 2>/dev/null || true)
+	echo "uprobes=$(($(grep -cE '^[0-9]+: (uprobe_multi|type 12) ' <<<"$links") +
+		$(grep -cE ' (uprobe|uretprobe) ' <<<"$perf")))" \
+		"syscall_tps=$(grep -cE '(raw_tracepoint|tracepoint) +sys_(enter|exit)' <<<"$perf")"
+}
+
 echo "run.sh: $(date -u +%FT%TZ), $(nproc) CPUs, kernel $(uname -r), $(bpftrace --version)"
-echo "run.sh: uprobe links attached by others before the start: $others (their uprobes on libc slow every process)"
-echo "run.sh: overhead: $ROUNDS rounds of N=$N"
+o=$(others)
+echo "run.sh: attached by others before the start: $o (uprobes: their traps on libc slow" \
+	"every process; syscall_tps: their programs run on every system call)"
+[ "$o" = "uprobes=0 syscall_tps=0" ] || echo "run.sh: WARNING: another tracer is attached: figures will be off"
+echo "run.sh: overhead: $ROUNDS rounds of N=$N (uprobes), SYS_N=$SYS_N (syscall tracepoints)"
 for R in $(seq 1 "$ROUNDS"); do
+	echo "variant=others round=$R $(others)" >>"$RES"
 	bare "$N" 1
-	bt "$N"
+	bt bpftrace "$BT_PROG" "$N"
 	dc dc_nocb "$here/nocb.lua" "$N" 1 16M
 	dc dc_io_posix io_posix.lua "$N" 1 16M
 	bare "$N" 1
-	echo "run.sh: round $R done"
+	bare "$SYS_N" 1
+	bt bpftrace_tp "$BT_TP_PROG" "$SYS_N"
+	dc dc_sys "$here/sys.lua" "$SYS_N" 1 16M
+	bare "$SYS_N" 1
+	echo "run.sh: round $R done ($(others))"
 done
 echo "run.sh: throughput: $TP_CONFIGS (PROCS:BUFFER), TP_N=$TP_N"
 R=tp

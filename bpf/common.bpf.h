@@ -166,8 +166,37 @@ static __always_inline void fill_call(struct dc_event *e, struct dc_frame *f, __
 	e->path_len = 0;
 	e->ret = ret;
 	e->iov_bytes = f->iov_bytes;
+	e->flags = 0;
+	e->pad = 0;
 	for (int i = 0; i < DC_MAX_ARGS; i++)
 		e->args[i] = f->args[i];
+}
+
+/* The thread tid of tgid is exiting: send the calls still open on its stack as
+ * unfinished records (a process killed inside write(2) still shows that write), then
+ * forget the stack. */
+static __always_inline void flush_stack(__u32 tgid, __u32 tid)
+{
+	struct dc_stack *st = bpf_map_lookup_elem(&stacks, &tid);
+	if (!st)
+		return;
+	__u64 now = bpf_ktime_get_ns();
+	__u32 depth = st->depth < DC_MAX_DEPTH ? st->depth : DC_MAX_DEPTH;
+	for (__u32 d = 0; d < DC_MAX_DEPTH; d++) {
+		if (d >= depth)
+			break;
+		struct dc_frame *f = &st->f[d];
+		struct dc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		if (!e) {
+			count_stat(DC_STAT_LOST);
+			continue;
+		}
+		fill_call(e, f, tgid, tid, d, d > 0 ? st->f[(d - 1) & (DC_MAX_DEPTH - 1)].id : 0,
+			  now, 0);
+		e->flags = DC_F_UNFINISHED;
+		bpf_ringbuf_submit(e, 0);
+	}
+	bpf_map_delete_elem(&stacks, &tid);
 }
 
 /* The probed call with this cookie returns `ret` on the current thread: pop its frame
@@ -274,6 +303,8 @@ static __always_inline int emit_record(__u64 cookie, __u32 tgid, __u32 tid, __u6
 	e->path_len = 0;
 	e->ret = 0;
 	e->iov_bytes = 0;
+	e->flags = 0;
+	e->pad = 0;
 	for (int i = 0; i < DC_MAX_ARGS; i++)
 		e->args[i] = args[i];
 	bpf_ringbuf_submit(e, submit_flags());

@@ -47,8 +47,13 @@ struct dc_event {
 	unsigned int path_len;    /* bytes of path that follow, 0: none */
 	long long ret;            /* return value (rax) */
 	unsigned long long iov_bytes; /* sum of iov_len over the iovec argument, if any */
+	unsigned int flags;       /* DC_F_* */
+	unsigned int pad;
 	unsigned long long args[DC_MAX_ARGS]; /* raw argument registers at entry */
 };
+
+/* dc_event.flags */
+#define DC_F_UNFINISHED 1   /* the thread exited inside the call (killed, exit()): no ret */
 
 struct dc_path_event {
 	struct dc_event e;

@@ -80,7 +80,7 @@ int BPF_PROG(dc_exit, struct task_struct *task)
 	__u32 tgid = BPF_CORE_READ(task, tgid), tid = BPF_CORE_READ(task, pid);
 	if (!bpf_map_lookup_elem(&traced, &tgid))
 		return 0;
-	bpf_map_delete_elem(&stacks, &tid);
+	flush_stack(tgid, tid);
 	/* signal->live reached 0: this was the last thread of the process */
 	if (BPF_CORE_READ(task, signal, live.counter) != 0)
 		return 0;

@@ -257,6 +257,9 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 	int64_t ret = f->ret_kind == DC_RET_INT ? (int)e->ret : e->ret;
 	if (pr->layer->mechanism == DC_MECH_TRACEPOINT) {
 		/* a kernel event, not a call: no return value */
+	} else if (e->flags & DC_F_UNFINISHED) {
+		/* the thread exited inside the call: it never returned */
+		dc_rec_int(r, "unfinished", 1);
 	} else if (pr->layer->mechanism == DC_MECH_SYSCALL && ret < 0 && ret >= -4095) {
 		/* the kernel returns -errno; the contract writes ret -1 and errno (syscall(2)) */
 		dc_rec_int(r, "ret", -1);
@@ -280,7 +283,7 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		const char *k = dc_rec_keep(r, r->path, strlen(r->path));
 		r->path = k;
 	}
-	if (f->effect != DC_FX_NONE && call_ok(f, ret))
+	if (f->effect != DC_FX_NONE && !(e->flags & DC_F_UNFINISHED) && call_ok(f, ret))
 		apply_effect(pf, f, e, ret, r->path, fdi, c->want_inodes);
 	if (pr->hidden)
 		return;

@@ -185,7 +185,7 @@ void dc_files_fork(int parent, int child)
  * proc(5)). */
 static int fd_cloexec(int pid, const char *fd)
 {
-	char path[96], line[128];
+	char path[300], line[128];
 	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%s", pid, fd);
 	FILE *f = fopen(path, "r");
 	if (!f)

@@ -3,6 +3,7 @@
 #include "lua_api.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,8 +64,36 @@ int dc_script_find(const char *name, char *out, size_t outlen, char *err, size_t
 			return 0;
 	}
 	snprintf(err, errlen, "script '%s' not found (looked in ., $DATACRUMBS_SCRIPT_PATH, "
-		 DC_SCRIPTS_DIR ")", name);
+		 DC_SCRIPTS_DIR ", " DC_SOURCE_DIR "/scripts)", name);
 	return -1;
+}
+
+/* Appends to buf (", "-separated) the names of the *.yaml files in each directory of the
+ * ':'-separated list, without ".yaml": the layers a script can ask for. */
+static void list_layers(const char *dirs, char *buf, size_t len)
+{
+	while (dirs && *dirs) {
+		const char *end = strchr(dirs, ':');
+		size_t n = end ? (size_t)(end - dirs) : strlen(dirs);
+		char dir[1024];
+		snprintf(dir, sizeof(dir), "%.*s", (int)n, dirs);
+		DIR *d = n ? opendir(dir) : NULL;
+		struct dirent *de;
+		while (d && (de = readdir(d))) {
+			size_t k = strlen(de->d_name);
+			if (k <= 5 || strcmp(de->d_name + k - 5, ".yaml"))
+				continue;
+			char name[256];
+			snprintf(name, sizeof(name), "%.*s", (int)(k - 5), de->d_name);
+			if (strstr(buf, name)) /* shadowed by an earlier directory */
+				continue;
+			size_t used = strlen(buf);
+			snprintf(buf + used, len - used, "%s%s", used ? ", " : "", name);
+		}
+		if (d)
+			closedir(d);
+		dirs = end ? end + 1 : NULL;
+	}
 }
 
 /* Finds and loads the probe description of `layer` ("posix" -> posix.yaml), once. */
@@ -85,8 +114,12 @@ static struct dc_layer *load_layer(struct dc_script *s, const char *layer, char 
 		snprintf(path, sizeof(path), "%s", layer);
 	} else if (find_in_dirs(getenv("DATACRUMBS_PROBE_PATH"), file, path, sizeof(path)) &&
 		   find_in_dirs(DC_PROBES_DIR ":" DC_SOURCE_DIR "/probes", file, path, sizeof(path))) {
-		snprintf(err, errlen, "no probe description for layer '%s' (%s not found in "
-			 "$DATACRUMBS_PROBE_PATH or " DC_PROBES_DIR ")", layer, file);
+		char known[512] = "";
+		list_layers(getenv("DATACRUMBS_PROBE_PATH"), known, sizeof(known));
+		list_layers(DC_PROBES_DIR ":" DC_SOURCE_DIR "/probes", known, sizeof(known));
+		snprintf(err, errlen, "no probe description for layer '%s' (no %s in "
+			 "$DATACRUMBS_PROBE_PATH, " DC_PROBES_DIR " or " DC_SOURCE_DIR "/probes; "
+			 "layers: %s)", layer, file, known[0] ? known : "none");
 		return NULL;
 	}
 	for (int i = 0; i < s->nlayers; i++)
@@ -254,7 +287,7 @@ struct dc_script *dc_script_new(uv_loop_t *loop, const struct dc_run_info *info)
 	lua_setfield(L, -3, "path");
 	lua_pop(L, 2);
 
-	/* arg: the script's own arguments, as lua(1) gives them */
+	/* arg: the script's own arguments, as lua(1) gives them (arg[0]: set by run) */
 	push_strings(L, info->script_args);
 	lua_setglobal(L, "arg");
 	return s;
@@ -271,6 +304,10 @@ static int on_error(lua_State *L)
 int dc_script_run(struct dc_script *s, const char *path, char *err, size_t errlen)
 {
 	lua_State *L = s->L;
+	lua_getglobal(L, "arg"); /* arg[0] is the script, as lua(1) sets it */
+	lua_pushstring(L, path);
+	lua_rawseti(L, -2, 0);
+	lua_pop(L, 1);
 	lua_pushcfunction(L, on_error);
 	if (luaL_loadfile(L, path) != LUA_OK || lua_pcall(L, 0, 0, -2) != LUA_OK) {
 		snprintf(err, errlen, "%s", lua_tostring(L, -1));

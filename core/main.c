@@ -13,7 +13,7 @@ int main(int argc, char **argv)
 	struct dc_opts o;
 	int r = dc_cli_parse(argc, argv, &o);
 	if (r == 0)
-		r = dc_session_run(&o, argc, argv);
+		r = dc_session_run(&o);
 	else if (r == 1)
 		r = 0;
 	dc_cli_free(&o);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -29,7 +30,10 @@ struct session {
 	const struct dc_opts *o;
 	uv_loop_t loop;
 	uv_poll_t rb_poll, pidfd_poll;
-	uv_signal_t sig[5];
+	uv_signal_t sigchld;
+	uv_poll_t sig_poll;       /* signalfd of the signals ended by forwarding them */
+	int sigfd;
+	sigset_t oldmask;         /* the mask before we blocked them: the command's */
 	uv_timer_t flush_timer;
 	uv_timer_t drain_timer;   /* reads the ring buffer between wakeups */
 	struct dc_bpf *bpf;
@@ -69,8 +73,15 @@ static int check_privileges(char *err, size_t errlen)
 	return -1;
 }
 
-/* The trace file path: -o DIR -> DIR/<exec>-<host>-<pid>.pfw[.gz], -o FILE -> FILE.
- * Checks the directory exists and is writable. */
+static int ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+	return n >= t && !strcmp(s + n - t, tail);
+}
+
+/* The trace file path: -o DIR (an existing directory) -> DIR/<exec>-<host>-<pid>.pfw[.gz];
+ * -o FILE (a name ending in .pfw.gz, or .pfw with --no-compress) -> FILE. Anything else
+ * is taken for a directory that does not exist. Checks the directory is writable. */
 static int output_path(const struct dc_opts *o, const char *exec, const char *host, int pid,
 		       char *out, size_t outlen, char *err, size_t errlen)
 {
@@ -79,10 +90,17 @@ static int output_path(const struct dc_opts *o, const char *exec, const char *ho
 	int isdir = stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
 	const char *slash = strrchr(exec, '/');
 	const char *base = slash ? slash + 1 : exec;
-	if (isdir || (o->output && o->output[strlen(o->output) - 1] == '/')) {
+	int isfile = !isdir && (ends_with(dir, ".pfw.gz") || ends_with(dir, ".pfw"));
+	if (isfile && o->compress != ends_with(dir, ".gz")) {
+		snprintf(err, errlen, "-o %s: %s", dir, o->compress
+			 ? "a .pfw file is plain JSON: name it .pfw.gz, or add --no-compress"
+			 : "--no-compress writes plain JSON: name the file .pfw, not .gz");
+		return -1;
+	}
+	if (!isfile) {
 		if (!isdir) {
 			snprintf(err, errlen, "output directory %s does not exist (create it, or "
-				 "give -o an existing directory)", dir);
+				 "give -o a file name ending in .pfw.gz)", dir);
 			return -1;
 		}
 		size_t dl = strlen(dir);
@@ -302,25 +320,60 @@ static void on_flush(uv_timer_t *t)
 	}
 }
 
-static void on_signal(uv_signal_t *h, int sig)
+static void on_sigchld(uv_signal_t *h, int sig)
 {
 	struct session *s = h->data;
-	if (sig == SIGCHLD) {
-		int st;
-		pid_t p;
-		while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
-			if (p == s->child && (WIFEXITED(st) || WIFSIGNALED(st))) {
-				s->status = st;
-				finish(s);
-			}
+	int st;
+	pid_t p;
+	(void)sig;
+	while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+		if (p == s->child && (WIFEXITED(st) || WIFSIGNALED(st))) {
+			s->status = st;
+			finish(s);
 		}
-		return;
 	}
-	if (s->started) {
-		kill(s->child, sig); /* the app ends the way a shell would end it */
-	} else {
-		finish(s);           /* -p: stop tracing, leave the process alone */
+}
+
+/* SIGINT, SIGTERM, SIGHUP, SIGQUIT come through a signalfd(2), which tells who sent them.
+ * The command shares our process group, so a signal the terminal sent (Ctrl-C: si_code
+ * SI_KERNEL) has reached it already, as under a shell; one sent to datacrumbs alone
+ * (kill: SI_USER, SI_QUEUE) is passed on. With -p the process is left alone and the
+ * trace ends. */
+static void on_sigfd(uv_poll_t *h, int status, int events)
+{
+	struct session *s = h->data;
+	struct signalfd_siginfo si;
+	(void)status;
+	(void)events;
+	while (read(s->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		if (!s->started)
+			finish(s);
+		else if (si.ssi_code != SI_KERNEL)
+			kill(s->child, si.ssi_signo);
 	}
+}
+
+/* Blocks the forwarded signals and opens their signalfd (before anything else, so a
+ * Ctrl-C during start-up is not lost). Returns 0, or -1 with errno. */
+static int block_signals(struct session *s)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
+	if (sigprocmask(SIG_BLOCK, &set, &s->oldmask))
+		return -1;
+	s->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	return s->sigfd < 0 ? -1 : 0;
+}
+
+/* A forwarded signal that arrived before the command started: its number, or 0. */
+static int early_signal(struct session *s)
+{
+	struct signalfd_siginfo si;
+	return read(s->sigfd, &si, sizeof(si)) == sizeof(si) ? (int)si.ssi_signo : 0;
 }
 
 static void on_pidfd(uv_poll_t *h, int status, int events)
@@ -337,9 +390,11 @@ static void close_handle(uv_handle_t *h, void *arg)
 		uv_close(h, NULL);
 }
 
-/* Forks the command's process, held before exec until *go is written to. Returns its
- * pid; the child reports an exec failure's errno through the close-on-exec status pipe. */
-static int spawn_held(char *const argv[], const char *path, int *go, int *status)
+/* Forks the command's process, held before exec until *go is written to; it execs with
+ * signal mask `mask`. Returns its pid; the child reports an exec failure's errno through
+ * the close-on-exec status pipe. */
+static int spawn_held(char *const argv[], const char *path, const sigset_t *mask, int *go,
+		      int *status)
 {
 	int gop[2], stp[2];
 	if (pipe2(gop, O_CLOEXEC) || pipe2(stp, O_CLOEXEC))
@@ -358,6 +413,7 @@ static int spawn_held(char *const argv[], const char *path, int *go, int *status
 		if (n != 1)
 			_exit(DC_EXIT_FAIL); /* datacrumbs gave up before the start */
 		signal(SIGPIPE, SIG_DFL);
+		sigprocmask(SIG_SETMASK, mask, NULL); /* the command gets the mask we had */
 		execv(path, argv);
 		int e = errno;
 		if (write(stp[1], &e, sizeof(e)) < 0)
@@ -381,12 +437,61 @@ static void join_args(char **v, char *out, size_t outlen)
 }
 
 /* The `start` record of the trace (cat datacrumbs), format contract "tracer's own". */
+/* What /proc says of process pid: its command line (args joined by spaces, into cmd),
+ * the basename of argv[0] (into name), its cwd and its parent's pid. Returns the ppid,
+ * or -1 when /proc/PID cannot be read. proc(5). */
+static int proc_info(int pid, char *cmd, size_t cmdlen, char *name, size_t namelen,
+		     char *cwd, size_t cwdlen)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = 0;
+	const char *arg0 = strrchr(buf, '/') && strrchr(buf, '/') < buf + strlen(buf)
+		? strrchr(buf, '/') + 1 : buf;
+	snprintf(name, namelen, "%s", arg0[0] ? arg0 : "?");
+	for (size_t i = 0; i + 1 < n; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	snprintf(cmd, cmdlen, "%s", buf);
+	snprintf(path, sizeof(path), "/proc/%d/cwd", pid);
+	ssize_t k = readlink(path, cwd, cwdlen - 1);
+	cwd[k > 0 ? k : 0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	int ppid = -1;
+	if (f) {
+		/* pid (comm) state ppid ...: comm may hold spaces and ')', so from the last ')' */
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		buf[n] = 0;
+		char *e = strrchr(buf, ')');
+		if (e)
+			sscanf(e + 1, " %*c %d", &ppid);
+		fclose(f);
+	}
+	return ppid;
+}
+
+/* The `start` record of the trace (cat datacrumbs), format contract "tracer's own":
+ * cmd_hash, exec_hash, cwd of the traced root process and its parent's pid. */
 static void write_start(struct session *s, const char *exec, char **cmdv, uint64_t ts)
 {
-	char cmdline[4096], cwd[PATH_MAX];
-	join_args(cmdv, cmdline, sizeof(cmdline));
-	if (!getcwd(cwd, sizeof(cwd)))
-		snprintf(cwd, sizeof(cwd), "/");
+	char cmdline[4096], cwd[PATH_MAX], name[256];
+	int ppid;
+	if (s->started) {
+		join_args(cmdv, cmdline, sizeof(cmdline));
+		if (!getcwd(cwd, sizeof(cwd)))
+			snprintf(cwd, sizeof(cwd), "/");
+		ppid = getpid(); /* we are the command's parent */
+	} else {
+		ppid = proc_info(s->child, cmdline, sizeof(cmdline), name, sizeof(name), cwd,
+				 sizeof(cwd));
+		if (!cwd[0])
+			snprintf(cwd, sizeof(cwd), "/");
+	}
 	int p = s->child;
 	char cmd_h[17], exec_h[17], cwd_h[17];
 	memcpy(cmd_h, dc_writer_string(s->w, p, p, cmdline), 17);
@@ -397,18 +502,22 @@ static void write_start(struct session *s, const char *exec, char **cmdv, uint64
 	dc_writer_arg_str(s->w, "exec_hash", exec_h);
 	dc_writer_arg_str(s->w, "cwd", cwd_h);
 	dc_writer_arg_str(s->w, "version", DC_VERSION);
-	dc_writer_arg_int(s->w, "ppid", getpid());
+	dc_writer_arg_int(s->w, "ppid", ppid);
 	dc_writer_end(s->w);
 }
 
-int dc_session_run(const struct dc_opts *o, int argc, char **argv)
+int dc_session_run(const struct dc_opts *o)
 {
-	(void)argc;
-	struct session S = { .o = o, .pidfd = -1, .child = -1 }, *s = &S;
+	struct session S = { .o = o, .pidfd = -1, .child = -1, .sigfd = -1 }, *s = &S;
 	char err[PATH_MAX + 1024], script_path[PATH_MAX], exec[PATH_MAX], host[256];
 	int rc = DC_EXIT_FAIL, go = -1, stfd = -1;
 	uint64_t stats[DC_STAT_NR] = { 0 };
 
+	if (block_signals(s)) {
+		snprintf(err, sizeof(err), "cannot set up signal handling: %s", strerror(errno));
+		fail(err);
+		return DC_EXIT_FAIL;
+	}
 	if (check_privileges(err, sizeof(err))) {
 		fail(err);
 		return DC_EXIT_FAIL;
@@ -452,6 +561,13 @@ int dc_session_run(const struct dc_opts *o, int argc, char **argv)
 		exec[n] = 0;
 		s->child = o->pid;
 	}
+	/* the name the trace file and process_name use: argv[0]'s basename, as ps shows */
+	char name[256], scratch[PATH_MAX];
+	if (s->started)
+		snprintf(name, sizeof(name), "%s", strrchr(exec, '/') ? strrchr(exec, '/') + 1 : exec);
+	else
+		proc_info(o->pid, scratch, sizeof(scratch), name, sizeof(name), scratch,
+			  sizeof(scratch));
 	if (gethostname(host, sizeof(host)))
 		snprintf(host, sizeof(host), "localhost");
 	host[sizeof(host) - 1] = 0;
@@ -468,21 +584,21 @@ int dc_session_run(const struct dc_opts *o, int argc, char **argv)
 			rc = 127; /* as a shell reports a command it cannot execute */
 		goto out;
 	}
-	if (output_path(o, exec, host, s->started ? 0 : o->pid, s->trace_path,
+	if (output_path(o, name, host, s->started ? 0 : o->pid, s->trace_path,
 			sizeof(s->trace_path), err, sizeof(err))) {
 		fail(err);
 		goto out;
 	}
 
 	if (s->started) {
-		s->child = spawn_held(o->cmd, exec, &go, &stfd);
+		s->child = spawn_held(o->cmd, exec, &s->oldmask, &go, &stfd);
 		if (s->child < 0) {
 			snprintf(err, sizeof(err), "cannot fork: %s", strerror(errno));
 			fail(err);
 			goto out;
 		}
 		/* now the pid is known: name the file after it */
-		output_path(o, exec, host, s->child, s->trace_path, sizeof(s->trace_path),
+		output_path(o, name, host, s->child, s->trace_path, sizeof(s->trace_path),
 			    err, sizeof(err));
 	}
 	s->w = dc_writer_open(s->trace_path, o->compress, host, s->child, s->child, err,
@@ -501,20 +617,19 @@ int dc_session_run(const struct dc_opts *o, int argc, char **argv)
 		fail(err);
 		goto out;
 	}
-	const char *base = strrchr(exec, '/') ? strrchr(exec, '/') + 1 : exec;
-	dc_consumer_add_process(s->cons, s->child, base);
-	write_start(s, base, o->cmd ? o->cmd : argv, now_us());
+	dc_consumer_add_process(s->cons, s->child, name);
+	write_start(s, name, o->cmd, now_us());
 
 	/* the loop: ring buffer, signals, the flush timer, the -p process's pidfd */
 	uv_poll_init(&s->loop, &s->rb_poll, dc_consumer_fd(s->cons));
 	s->rb_poll.data = s;
 	uv_poll_start(&s->rb_poll, UV_READABLE, on_ringbuf);
-	int sigs[5] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT };
-	for (int i = 0; i < 5; i++) {
-		uv_signal_init(&s->loop, &s->sig[i]);
-		s->sig[i].data = s;
-		uv_signal_start(&s->sig[i], on_signal, sigs[i]);
-	}
+	uv_signal_init(&s->loop, &s->sigchld);
+	s->sigchld.data = s;
+	uv_signal_start(&s->sigchld, on_sigchld, SIGCHLD);
+	uv_poll_init(&s->loop, &s->sig_poll, s->sigfd);
+	s->sig_poll.data = s;
+	uv_poll_start(&s->sig_poll, UV_READABLE, on_sigfd);
 	uv_timer_init(&s->loop, &s->flush_timer);
 	s->flush_timer.data = s;
 	uv_timer_start(&s->flush_timer, on_flush, o->flush_ms, o->flush_ms);
@@ -537,6 +652,15 @@ int dc_session_run(const struct dc_opts *o, int argc, char **argv)
 				nattached);
 	}
 
+	int early = early_signal(s);
+	if (early) {
+		/* interrupted while starting: the command never runs; the trace says so */
+		fprintf(stderr, "datacrumbs: %s before %s started: not started\n",
+			strsignal(early), o->cmd ? o->cmd[0] : "tracing");
+		s->done = 1;
+		rc = 128 + early;
+		goto end;
+	}
 	if (s->started) {
 		/* every probe is attached: let the command exec */
 		char c = 1;
@@ -561,7 +685,13 @@ int dc_session_run(const struct dc_opts *o, int argc, char **argv)
 	}
 	uv_run(&s->loop, UV_RUN_DEFAULT);
 	drain(s);
-
+	if (s->started) {
+		rc = WIFEXITED(s->status) ? WEXITSTATUS(s->status)
+		   : WIFSIGNALED(s->status) ? 128 + WTERMSIG(s->status) : DC_EXIT_FAIL;
+	} else {
+		rc = 0;
+	}
+end:
 	/* the end record tells a reader whether the trace is complete */
 	dc_bpf_stats(s->bpf, stats);
 	dc_writer_begin(s->w, dc_consumer_own_id(s->cons), "end", "datacrumbs", s->child,
@@ -569,14 +699,8 @@ int dc_session_run(const struct dc_opts *o, int argc, char **argv)
 	dc_writer_arg_uint(s->w, "num_events", dc_consumer_written(s->cons));
 	dc_writer_arg_uint(s->w, "lost", stats[DC_STAT_LOST]);
 	dc_writer_arg_uint(s->w, "dropped", dc_consumer_dropped(s->cons));
+	dc_writer_arg_uint(s->w, "script_errors", dc_script_errors(s->script));
 	dc_writer_end(s->w);
-
-	if (s->started) {
-		rc = WIFEXITED(s->status) ? WEXITSTATUS(s->status)
-		   : WIFSIGNALED(s->status) ? 128 + WTERMSIG(s->status) : DC_EXIT_FAIL;
-	} else {
-		rc = 0;
-	}
 out:
 	if (go >= 0) {
 		/* we failed before the start: the held child exits without running CMD */
@@ -587,6 +711,8 @@ out:
 		close(stfd);
 	if (s->pidfd >= 0)
 		close(s->pidfd);
+	if (s->sigfd >= 0)
+		close(s->sigfd);
 	dc_bpf_close(s->bpf); /* detach first: nothing stays attached past this point */
 	if (s->w) {
 		int complete = !s->cut && s->done;
@@ -597,9 +723,15 @@ out:
 			fprintf(stderr, "datacrumbs: cannot write %s: %s\n", s->trace_path,
 				strerror(errno));
 		}
+		uint64_t dropped = s->cons ? dc_consumer_dropped(s->cons) : 0;
+		unsigned long errs = dc_script_errors(s->script);
+		char extra[128] = "";
+		if (dropped || errs)
+			snprintf(extra, sizeof(extra), " (%llu dropped by the script, %lu script "
+				 "errors)", (unsigned long long)dropped, errs);
 		if (!o->quiet || !complete)
-			fprintf(stderr, "datacrumbs: %llu events written, %llu lost, trace %s%s\n",
-				(unsigned long long)n, (unsigned long long)stats[DC_STAT_LOST],
+			fprintf(stderr, "datacrumbs: %llu events written%s, %llu lost, trace %s%s\n",
+				(unsigned long long)n, extra, (unsigned long long)stats[DC_STAT_LOST],
 				s->trace_path, complete ? "" : " (INCOMPLETE: cut short)");
 		if (!complete && rc == 0)
 			rc = DC_EXIT_FAIL;

@@ -8,9 +8,8 @@
 /* Exit status of datacrumbs itself failing before or while tracing (as timeout(1)). */
 #define DC_EXIT_FAIL 125
 
-/* Runs `datacrumbs run` with the parsed options (argv for the start record's command
- * line). Returns the exit status: CMD's (128+N for signal N, 127 if it could not be
+/* Runs `datacrumbs run` with the parsed options. Returns the exit status: CMD's (128+N for signal N, 127 if it could not be
  * executed), 0 for a -p run, DC_EXIT_FAIL when datacrumbs itself failed. */
-int dc_session_run(const struct dc_opts *o, int argc, char **argv);
+int dc_session_run(const struct dc_opts *o);
 
 #endif
