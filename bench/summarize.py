@@ -32,66 +32,106 @@ def med(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
+# overhead variants in table order, and the peer each is compared with ("vs peer")
+VARIANTS = ("bpftrace", "dc_nocb", "dc_io_posix", "bpftrace_tp", "dc_sys")
+PEER = {"dc_nocb": "bpftrace", "dc_io_posix": "bpftrace", "dc_sys": "bpftrace_tp"}
+# other per-round ratios of added time: (numerator, denominator, what it says)
+FRACTIONS = (("dc_sys", "dc_nocb", "datacrumbs: SYSCALL layer / POSIX layer (uprobes)"),
+             ("bpftrace_tp", "bpftrace", "bpftrace: syscall tracepoints / uprobes"))
+
+
+def check_events(r):
+    """Warns when a datacrumbs run wrote fewer events than the loop made calls: calls that
+    were attached but never recorded make a variant look cheaper than it is."""
+    if "events" in r and r["events"] + r["lost"] < r["calls"]:
+        print("WARNING: %s round %s: %d events (+%d lost) for %d calls: calls were missed, "
+              "its figures are not comparable" % (r["variant"], r["round"], r["events"],
+                                                   r["lost"], r["calls"]))
+
+
 def main(path):
     runs = load(path)
+    others = [r for r in runs if r["variant"] == "others"]
+    runs = [r for r in runs if r["variant"] != "others"]
+    for r in others:
+        if r["uprobes"] or r["syscall_tps"]:
+            print("WARNING: round %s: other tracers attached at its start: uprobes=%d "
+                  "syscall_tps=%d; this round's figures are off" % (
+                      r["round"], r["uprobes"], r["syscall_tps"]))
+    for r in runs:
+        check_events(r)
     rounds = sorted({r["round"] for r in runs if r["round"] != "tp"})
     rows = {}  # variant -> list of per-round dicts
     for rd in rounds:
         this = [r for r in runs if r["round"] == rd]
-        # the faster of the round's two bare runs: another tracer's uprobes on the same libc
-        # functions (a test running meanwhile) slow every process, traced or not
-        bare = [r["elapsed_ns"] / r["calls"] for r in this if r["variant"] == "bare"]
-        base = min(bare)
-        if max(bare) > 2000:
-            print("WARNING: round %s: a bare loop took %.1f us per call: another tracer's "
-                  "uprobes were attached to libc meanwhile; this round is noisy" % (rd, max(bare) / 1e3))
+        # per loop size, the faster of the round's two bare runs: another tracer's uprobes on
+        # the same libc functions (a test running meanwhile) slow every process, traced or not
+        base = {}
+        for c in {r["calls"] for r in this if r["variant"] == "bare"}:
+            bare = [r["elapsed_ns"] / r["calls"] for r in this
+                    if r["variant"] == "bare" and r["calls"] == c]
+            base[c] = min(bare)
+            if max(bare) > 2000:
+                print("WARNING: round %s: a bare loop took %.1f us per call: another tracer's "
+                      "uprobes were attached to libc meanwhile; this round is noisy" % (
+                          rd, max(bare) / 1e3))
         added = {}
         for r in this:
             if r["variant"] == "bare":
                 continue
+            b = base[r["calls"]]
             per = r["elapsed_ns"] / r["calls"]
-            added[r["variant"]] = per - base
-            d = {"round": rd, "bare": base, "per": per, "added": per - base,
+            added[r["variant"]] = per - b
+            d = {"round": rd, "bare": b, "per": per, "added": per - b, "calls": r["calls"],
                  "attach": (r["start_ns"] - r["t0"]) / 1e9, "detach": (r["t1"] - r["end_ns"]) / 1e9,
                  "rss": r["maxrss_kb"] / 1024}
             if "events" in r:
                 d["cpu_ev"] = r["parent_cpu_ns"] / max(r["events"], 1)
                 d["lost"] = r["lost"]
             rows.setdefault(r["variant"], []).append(d)
-        bt = added.get("bpftrace")
-        for v in ("dc_nocb", "dc_io_posix"):
-            if v in added and bt:
-                rows[v][-1]["ratio"] = added[v] / bt
+        for v, peer in PEER.items():
+            if v in added and added.get(peer):
+                rows[v][-1]["ratio"] = added[v] / added[peer]
+        for num, den, _ in FRACTIONS:
+            if num in added and added.get(den):
+                rows[num][-1]["frac"] = added[num] / added[den]
 
     print("\nper-call overhead (loop of write(/dev/null, 64 B) + pread(file, 64 B, 0)); "
-          "median of %d rounds" % len(rounds))
-    print("  %-12s %10s %10s %10s %12s %9s %9s %9s %5s" % (
-        "variant", "bare us", "traced us", "added us", "vs bpftrace", "attach s", "detach s",
-        "peak MiB", "lost"))
-    for v in ("bpftrace", "dc_nocb", "dc_io_posix"):
+          "median of %d rounds; vs peer: added time / that of %s" % (
+              len(rounds), ", ".join("%s's: %s" % (v, p) for v, p in PEER.items())))
+    print("  %-12s %8s %10s %10s %10s %8s %9s %9s %9s %5s" % (
+        "variant", "calls", "bare us", "traced us", "added us", "vs peer", "attach s",
+        "detach s", "peak MiB", "lost"))
+    for v in VARIANTS:
         rs = rows.get(v, [])
         if not rs:
             continue
         ratio = med([r["ratio"] for r in rs if "ratio" in r])
-        print("  %-12s %10.2f %10.2f %10.2f %12s %9.1f %9.1f %9.1f %5s" % (
-            v, med([r["bare"] for r in rs]) / 1e3, med([r["per"] for r in rs]) / 1e3,
-            med([r["added"] for r in rs]) / 1e3,
-            "1.00" if v == "bpftrace" else "%.2f" % ratio,
+        print("  %-12s %8d %10.2f %10.2f %10.2f %8s %9.1f %9.1f %9.1f %5s" % (
+            v, rs[0]["calls"], med([r["bare"] for r in rs]) / 1e3,
+            med([r["per"] for r in rs]) / 1e3, med([r["added"] for r in rs]) / 1e3,
+            "%.2f" % ratio if v in PEER else "1.00",
             med([r["attach"] for r in rs]), med([r["detach"] for r in rs]),
             max(r["rss"] for r in rs),
-            "-" if v == "bpftrace" else str(max(r["lost"] for r in rs))))
-    for v in ("dc_nocb", "dc_io_posix"):
+            str(max(r["lost"] for r in rs)) if "lost" in rs[0] else "-"))
+    for v, peer in PEER.items():
         rs = rows.get(v, [])
-        if rs:
-            rt = [r["ratio"] for r in rs if "ratio" in r]
-            print("  %s/bpftrace added time per round: %s -> median %.2f (target <= 1.2: %s)" % (
-                v, " ".join("%.2f" % x for x in rt), med(rt),
+        rt = [r["ratio"] for r in rs if "ratio" in r]
+        if rt:
+            print("  %s/%s added time per round: %s -> median %.2f (target <= 1.2: %s)" % (
+                v, peer, " ".join("%.2f" % x for x in rt), med(rt),
                 "met" if med(rt) <= 1.2 else "NOT met"))
+    for num, den, what in FRACTIONS:
+        rt = [r["frac"] for r in rows.get(num, []) if "frac" in r]
+        if rt:
+            print("  %s: %s/%s added time per round: %s -> median %.3f (1/%.0f)" % (
+                what, num, den, " ".join("%.3f" % x for x in rt), med(rt),
+                1 / med(rt) if med(rt) > 0 else float("inf")))
     cpu = {v: med([r["cpu_ev"] for r in rows.get(v, []) if "cpu_ev" in r])
-           for v in ("dc_nocb", "dc_io_posix")}
+           for v in ("dc_nocb", "dc_io_posix", "dc_sys")}
     print("  tracer CPU per event, user side (ring buffer -> [Lua] -> gzip): nocb %.2f us, "
-          "io_posix %.2f us; the Lua callback adds %.2f us per event" % (
-              cpu["dc_nocb"] / 1e3, cpu["dc_io_posix"] / 1e3,
+          "io_posix %.2f us, sys %.2f us; the Lua callback adds %.2f us per event" % (
+              cpu["dc_nocb"] / 1e3, cpu["dc_io_posix"] / 1e3, cpu["dc_sys"] / 1e3,
               (cpu["dc_io_posix"] - cpu["dc_nocb"]) / 1e3))
 
     tp = [r for r in runs if r["round"] == "tp"]

@@ -564,7 +564,7 @@ int dc_session_run(const struct dc_opts *o)
 	/* the name the trace file and process_name use: argv[0]'s basename, as ps shows */
 	char name[256], scratch[PATH_MAX];
 	if (s->started)
-		snprintf(name, sizeof(name), "%s", strrchr(exec, '/') ? strrchr(exec, '/') + 1 : exec);
+		snprintf(name, sizeof(name), "%.255s", strrchr(exec, '/') ? strrchr(exec, '/') + 1 : exec);
 	else
 		proc_info(o->pid, scratch, sizeof(scratch), name, sizeof(name), scratch,
 			  sizeof(scratch));
@@ -636,6 +636,15 @@ int dc_session_run(const struct dc_opts *o)
 	uv_timer_init(&s->loop, &s->drain_timer);
 	s->drain_timer.data = s;
 	uv_timer_start(&s->drain_timer, on_drain, DC_DRAIN_MS, DC_DRAIN_MS);
+	int early = early_signal(s);
+	if (early) {
+		/* interrupted while starting: the command never runs; the trace says so */
+		fprintf(stderr, "datacrumbs: %s before %s started: not started\n",
+			strsignal(early), o->cmd ? o->cmd[0] : "tracing");
+		s->done = 1;
+		rc = 128 + early;
+		goto end;
+	}
 	if (!s->started) {
 		s->pidfd = syscall(SYS_pidfd_open, o->pid, 0);
 		if (s->pidfd < 0) {
@@ -652,15 +661,6 @@ int dc_session_run(const struct dc_opts *o)
 				nattached);
 	}
 
-	int early = early_signal(s);
-	if (early) {
-		/* interrupted while starting: the command never runs; the trace says so */
-		fprintf(stderr, "datacrumbs: %s before %s started: not started\n",
-			strsignal(early), o->cmd ? o->cmd[0] : "tracing");
-		s->done = 1;
-		rc = 128 + early;
-		goto end;
-	}
 	if (s->started) {
 		/* every probe is attached: let the command exec */
 		char c = 1;

@@ -13,6 +13,7 @@ No sleep: every wait is on a readiness line (a pipe) or a process's end; timeout
 safety net."""
 import json
 import os
+import pty
 import re
 import select
 import signal
@@ -304,6 +305,12 @@ if t:
           [("write", data, 1234, 1234)], "-p: exactly the one write, its count and path")
     equal(io_of(events, data), file_io(1234), "-p: the process's calls on after.bin")
     equal(own_records(events), ["start", "end"], "-p: start and end records")
+    # the start record describes the traced process, not datacrumbs: its parent is this
+    # test, its command line prog_wait's
+    start = [e for e in events if e.get("name") == "start" and e.get("cat") == "datacrumbs"]
+    sh = {m["args"]["value"]: m["args"]["name"] for m in meta if m["name"] == "SH"}
+    equal((start[0]["args"]["ppid"], sh.get(start[0]["args"]["cmd_hash"])) if start else None,
+          (os.getpid(), "%s after %s 1234" % (PROG, data)), "-p: start record's ppid and command")
 nothing_left("-p")
 
 # -p then Ctrl-C: datacrumbs stops tracing, exits 0, the process lives on untraced
@@ -479,5 +486,64 @@ if t:
     equal(sorted({e["name"] for e in dctest.calls(events)}), ["close", "open", "write"],
           "unexported function: only the layer's functions")
 nothing_left("unexported function")
+
+# --- 5. Ctrl-C typed at a terminal reaches CMD once -------------------------------------------
+# The terminal sends SIGINT to the whole foreground process group, CMD included: datacrumbs
+# must not forward it a second time. Run under a pseudo-terminal, type ^C once.
+d = workdir("ctrl-c")
+pid, fd = pty.fork()
+if pid == 0:
+    os.chdir(d)
+    os.execve(DC, [DC, "run", "-q", "-o", d, "io_posix.lua", "--", os.environ["PROG_SIGCOUNT"]], ENV)
+seen = b""
+
+
+def pty_until(text):
+    global seen
+    while text not in seen:
+        r, _, _ = select.select([fd], [], [], SAFETY)
+        if not r:
+            return False
+        try:
+            seen += os.read(fd, 1024)
+        except OSError:
+            return False
+    return True
+
+
+check(pty_until(b"ready"), "ctrl-c: CMD is ready: %r" % seen)
+os.write(fd, b"\x03")
+check(pty_until(b"got 1"), "ctrl-c: CMD got the SIGINT: %r" % seen)
+os.write(fd, b"\n")
+check(pty_until(b"final "), "ctrl-c: CMD reports its count: %r" % seen)
+_, status = os.waitpid(pid, 0)
+os.close(fd)
+m = re.search(rb"final (\d+)", seen)
+equal(int(m.group(1)) if m else None, 1, "ctrl-c: SIGINTs CMD received for one ^C")
+equal(os.waitstatus_to_exitcode(status), 0, "ctrl-c: datacrumbs exits with CMD's status")
+t = trace_file(d, "ctrl-c")
+if t:
+    dctest.check_pfw(t)
+nothing_left("ctrl-c")
+
+# --- 6. -o: a directory, or a file named .pfw.gz (.pfw with --no-compress) ------------------
+d = workdir("o-rules")
+for args, want in (
+        (["-o", os.path.join(d, "nodir")], r"^datacrumbs: output directory \S+/nodir does not exist "
+                                          r"\(create it, or give -o a file name ending in \.pfw\.gz\)$"),
+        (["-o", os.path.join(d, "x.pfw")], r"^datacrumbs: -o \S+/x\.pfw: a \.pfw file is plain JSON: "
+                                          r"name it \.pfw\.gz, or add --no-compress$"),
+        (["--no-compress", "-o", os.path.join(d, "x.pfw.gz")],
+         r"^datacrumbs: -o \S+/x\.pfw\.gz: --no-compress writes plain JSON: name the file \.pfw, not \.gz$")):
+    r = run(["run"] + args + ["io_posix.lua"] + TOUCH, d)
+    err = lines(r.stderr)
+    equal(r.returncode, 125, "-o %r: exit status" % args)
+    check(len(err) == 1 and re.match(want, err[0]), "-o %r: one line: %r" % (args, err))
+    check(not os.path.exists(marker), "-o %r: CMD did not run" % args)
+r = run(["run", "-q", "--no-compress", "-o", os.path.join(d, "t.pfw"), "io_posix.lua", "--", "true"], d)
+equal(r.returncode, 0, "-o FILE.pfw --no-compress: exit status (stderr %r)" % r.stderr)
+check(os.path.exists(os.path.join(d, "t.pfw")) and dctest.check_pfw(os.path.join(d, "t.pfw")),
+      "-o FILE.pfw --no-compress: a plain trace by that name")
+nothing_left("-o rules")
 
 dctest.finish()
