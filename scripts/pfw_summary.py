@@ -3,8 +3,11 @@
 upstream's, complete or cut): calls, bytes and time per function and per file.
 
 usage: pfw_summary.py [--top N] TRACE...
+  --top N   rows per table (default 10)
 Bytes are the `ret` of calls that have a `count` arg (bytes moved: read, write, pread...),
-time is the sum of `dur` (us). Standard library only."""
+time is the sum of `dur` (us). The function table counts every event; the file table only
+the outermost ones (level 1), so a call and the calls it made (fstat -> fstatat, write ->
+sys_write) are not counted twice. Standard library only."""
 import collections
 import json
 import sys
@@ -14,7 +17,7 @@ import zlib
 def lines(path):
     """Yields the JSON lines of a trace; reads every gzip member, tolerates a cut end."""
     raw = open(path, "rb").read()
-    if path.endswith(".gz"):
+    if raw[:2] == b"\x1f\x8b":  # gzip members, whatever the file is called
         chunks, pos = [], 0
         while pos < len(raw):
             d = zlib.decompressobj(31)
@@ -53,8 +56,10 @@ def summarize(path, top):
             continue
         pids.add(e.get("pid"))
         moved = a.get("ret", 0) if "count" in a and isinstance(a.get("ret"), int) and a["ret"] > 0 else 0
-        for key, table in (("%s %s" % (e.get("cat"), e.get("name")), by_func),
-                           (files.get(a.get("fhash"), "-"), by_file)):
+        tables = [("%s %s" % (e.get("cat"), e.get("name")), by_func)]
+        if a.get("level", 1) == 1:
+            tables.append((files.get(a.get("fhash"), "-"), by_file))
+        for key, table in tables:
             t = table[key]
             t[0] += 1
             t[1] += moved
@@ -66,24 +71,41 @@ def summarize(path, top):
         print("  %-40s %10s %14s %12s" % (title, "calls", "bytes", "time (us)"))
         rows = sorted(table.items(), key=lambda kv: (-kv[1][2], kv[0]))
         for k, (n, b, t) in rows[:top]:
-            print("  %-40s %10d %14d %12d" % (k[-40:], n, b, t))
+            k = k if len(k) <= 40 else "..." + k[-37:]
+            print("  %-40s %10d %14d %12d" % (k, n, b, t))
         if len(rows) > top:
             print("  ... %d more" % (len(rows) - top))
 
 
 def main(argv):
     top = 10
+    if "-h" in argv or "--help" in argv:
+        print(__doc__)
+        return 0
     if "--top" in argv:
         i = argv.index("--top")
-        top = int(argv[i + 1])
+        try:
+            top = int(argv[i + 1])
+        except (IndexError, ValueError):
+            print("pfw_summary.py: --top needs a number", file=sys.stderr)
+            return 2
         del argv[i:i + 2]
     if not argv:
-        print(__doc__)
+        print(__doc__, file=sys.stderr)
         return 2
+    rc = 0
     for p in argv:
-        summarize(p, top)
-    return 0
+        try:
+            summarize(p, top)
+        except OSError as e:
+            print("pfw_summary.py: %s: %s" % (p, e.strerror or e), file=sys.stderr)
+            rc = 1
+    return rc
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except BrokenPipeError:  # | head
+        sys.stderr.close()
+        sys.exit(0)
