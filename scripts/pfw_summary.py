@@ -6,8 +6,9 @@ usage: pfw_summary.py [--top N] TRACE...
   --top N   rows per table (default 10)
 Bytes are the `ret` of calls that have a `count` arg (bytes moved: read, write, pread...),
 time is the sum of `dur` (us). The function table counts every event; the file table only
-the outermost ones (level 1), so a call and the calls it made (fstat -> fstatat, write ->
-sys_write) are not counted twice. Standard library only."""
+events not made by another event on a file, so a call and the calls it made (fstat ->
+fstatat, write -> sys_write, read -> page cache) are not counted twice. A gzip member cut
+by a kill is skipped, as check_pfw.py --partial does. Standard library only."""
 import collections
 import json
 import sys
@@ -22,11 +23,12 @@ def lines(path):
         while pos < len(raw):
             d = zlib.decompressobj(31)
             try:
-                chunks.append(d.decompress(raw[pos:]))
+                data = d.decompress(raw[pos:])
             except zlib.error:
                 break
             if not d.eof:
-                break
+                break  # a member cut by a kill: what it holds is not trusted
+            chunks.append(data)
             pos = len(raw) - len(d.unused_data)
         raw = b"".join(chunks)
     for ln in raw.decode("utf-8", "replace").split("\n"):
@@ -43,6 +45,8 @@ def summarize(path, top):
     by_func = collections.defaultdict(lambda: [0, 0, 0])
     by_file = collections.defaultdict(lambda: [0, 0, 0])
     pids, end = set(), None
+    io_ids = set()   # (pid, tid, id) of events on a file (upstream repeats ids per thread)
+    rows = []        # (pid, tid, p_idx, function key, file, bytes, dur)
     for e in lines(path):
         a = e.get("args", {})
         if e.get("ph") == "M" and e.get("name") == "FH":
@@ -56,14 +60,19 @@ def summarize(path, top):
             continue
         pids.add(e.get("pid"))
         moved = a.get("ret", 0) if "count" in a and isinstance(a.get("ret"), int) and a["ret"] > 0 else 0
-        tables = [("%s %s" % (e.get("cat"), e.get("name")), by_func)]
-        if a.get("level", 1) == 1:
-            tables.append((files.get(a.get("fhash"), "-"), by_file))
+        if a.get("fhash"):
+            io_ids.add((e.get("pid"), e.get("tid"), e.get("id")))
+        rows.append((e.get("pid"), e.get("tid"), a.get("p_idx"), "%s %s" % (e.get("cat"), e.get("name")),
+                     files.get(a.get("fhash"), "-"), moved, e.get("dur", 0)))
+    for pid, tid, parent, func, f, moved, dur in rows:
+        tables = [(func, by_func)]
+        if (pid, tid, parent) not in io_ids:  # a call made by an I/O call counts once, in it
+            tables.append((f, by_file))
         for key, table in tables:
             t = table[key]
             t[0] += 1
             t[1] += moved
-            t[2] += e.get("dur", 0)
+            t[2] += dur
     print("%s: %d processes, %d calls%s" % (
         path, len(pids), sum(v[0] for v in by_func.values()),
         "" if end is None else ", %s lost" % end.get("lost", "?")))

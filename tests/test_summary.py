@@ -1,0 +1,73 @@
+"""test_summary.py: scripts/pfw_summary.py reads the upstream DFTracer trace (and a cut
+one) and its figures equal the ones counted here independently from the events."""
+import gzip
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+import dctest  # noqa: E402
+from dctest import check, equal  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SUMMARY = os.path.join(HERE, "..", "scripts", "pfw_summary.py")
+UP = os.path.join(os.path.dirname(dctest.CHECK_PFW), "..", "traces", "dftracer-upstream",
+                  "dlio-resnet50-posix.pfw.gz")
+
+
+def summary(path, top=1000000):
+    r = subprocess.run([sys.executable, SUMMARY, "--top", str(top), path], capture_output=True,
+                       text=True)
+    equal(r.returncode, 0, "pfw_summary exit status on %s (%s)" % (path, r.stderr))
+    rows, table = {}, None
+    for line in r.stdout.splitlines()[1:]:
+        parts = line.split()
+        if parts[0] in ("function", "file"):
+            table = parts[0]
+            continue
+        rows[(table, " ".join(parts[:-3]))] = tuple(int(x) for x in parts[-3:])
+    return r.stdout.splitlines()[0], rows
+
+
+events, files, _ = dctest.read_trace(UP)
+calls = [e for e in events if e.get("ph") == "X" and e["cat"] not in ("dftracer", "datacrumbs")]
+head, rows = summary(UP)
+equal(head.split(": ", 1)[1], "1 processes, %d calls, ? lost" % len(calls), "upstream: header")
+pread = [e for e in calls if e["cat"] == "POSIX" and e["name"] == "pread"]
+equal(rows.get(("function", "POSIX pread")),
+      (len(pread), sum(e["args"]["ret"] for e in pread if e["args"]["ret"] > 0),
+       sum(e["dur"] for e in pread)), "upstream: POSIX pread row")
+f = "/p/lustre3/iopp/gitlab-runner-data/resnet50/data/train/img_0056_of_1024.tfrecord"
+io = {(e["pid"], e["tid"], e["id"]) for e in calls if e["args"].get("fhash")}
+mine = [e for e in calls if e["path"] == f and (e["pid"], e["tid"], e["args"].get("p_idx")) not in io]
+key = ("file", f if len(f) <= 40 else "..." + f[-37:])
+equal(rows.get(key), (len(mine), sum(e["args"].get("ret", 0) for e in mine
+                                      if "count" in e["args"] and e["args"].get("ret", 0) > 0),
+                      sum(e["dur"] for e in mine)), "upstream: one file's row")
+check(len(mine) > 100, "upstream: the file has calls: %d" % len(mine))
+
+# a trace cut by a kill (its second gzip member half written): pfw_summary counts the
+# first member's events and skips the cut one, as check_pfw.py --partial does
+HH = "2dbbcec2c820dc4c"
+head_lines = ['{"name":"HH","cat":"dftracer","pid":7,"tid":7,"ph":"M","args":{"hhash":"%s",'
+              '"name":"corona183","value":"%s"}}' % (HH, HH)]
+
+
+def ev(i):
+    return ('{"id":%d,"name":"write","cat":"POSIX","pid":7,"tid":7,"ts":%d,"dur":3,"ph":"X",'
+            '"args":{"hhash":"%s","level":1,"p_idx":-1,"fd":3,"count":10,"ret":10}}'
+            % (i, 1700000000000000 + i, HH))
+
+
+member1 = "[\n" + "\n".join(head_lines + [ev(i) for i in range(1, 101)]) + "\n"
+member2 = "\n".join(ev(i) for i in range(101, 201)) + "\n"
+cut_path = os.path.join(dctest.workdir("summary"), "cut.pfw.gz")
+z2 = gzip.compress(member2.encode())
+with open(cut_path, "wb") as out:
+    out.write(gzip.compress(member1.encode()))
+    out.write(z2[:len(z2) // 2])
+dctest.check_pfw(cut_path, partial=True)
+head, rows = summary(cut_path)
+equal(head.split(": ", 1)[1], "1 processes, 100 calls", "cut trace: header")
+equal(rows.get(("function", "POSIX write")), (100, 1000, 300), "cut trace: the first member's writes")
+dctest.finish()
