@@ -115,37 +115,75 @@ dc() {
 	rm -f "$tr"
 }
 
-# Other tracers' attachments that slow the loop even untraced: uprobes (perf events, and
-# uprobe_multi links, which Debian's bpftool 7.1 prints as "type 12") and programs on the
-# syscall tracepoints (raw sys_enter/sys_exit, or syscalls:sys_enter_*/sys_exit_*). Prints
-# "uprobes=U syscall_tps=S". Called between runs, so ours are detached.
+# What else runs meanwhile. Other tracers' attachments slow the loop even untraced:
+# uprobes (perf events, and uprobe_multi links, which Debian's bpftool 7.1 prints as
+# "type 12") and programs on the syscall tracepoints (raw sys_enter/sys_exit, or
+# syscalls:sys_enter_*/sys_exit_*). others prints "U S" (their counts); it is called between
+# runs, when ours are detached. watch keeps the largest counts seen in the round.
 others() {
 	local links perf
 	links=$(bpftool link list 2>/dev/null || true)
 	perf=$(bpftool perf list 2>/dev/null || true)
-	echo "uprobes=$(($(grep -cE '^[0-9]+: (uprobe_multi|type 12) ' <<<"$links") +
-		$(grep -cE ' (uprobe|uretprobe) ' <<<"$perf")))" \
-		"syscall_tps=$(grep -cE '(raw_tracepoint|tracepoint) +sys_(enter|exit)' <<<"$perf")"
+	echo "$(($(grep -cE '^[0-9]+: (uprobe_multi|type 12) ' <<<"$links") +
+		$(grep -cE ' (uprobe|uretprobe) ' <<<"$perf"))) $(grep -cE '(raw_tracepoint|tracepoint) +sys_(enter|exit)' <<<"$perf")"
+}
+watch() {
+	local u s
+	read -r u s < <(others)
+	((u > OTH_U)) && OTH_U=$u
+	((s > OTH_S)) && OTH_S=$s
+	return 0
+}
+# cpusnap FILE: CPU ticks used so far by every process but this script (with the children
+# each has reaped), to see other work competing for the 2 cores during a round.
+cpusnap() {
+	python3 -c 'import os, sys
+me = sys.argv[2]
+with open(sys.argv[1], "w") as out:
+    for p in os.listdir("/proc"):
+        if not p.isdigit() or p == me:
+            continue
+        try:
+            f = open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out.write("%s %s %d\n" % (p, f[19], sum(int(x) for x in f[11:15])))' "$1" $$
+}
+# cpudelta A B: seconds of CPU that processes present in both snapshots used in between
+cpudelta() {
+	python3 -c 'import os, sys
+def load(f):
+    return {tuple(l.split()[:2]): int(l.split()[2]) for l in open(f)}
+a, b = load(sys.argv[1]), load(sys.argv[2])
+print("%.2f" % (sum(b[k] - a[k] for k in b if k in a) / os.sysconf("SC_CLK_TCK")))' "$1" "$2"
 }
 
 echo "run.sh: $(date -u +%FT%TZ), $(nproc) CPUs, kernel $(uname -r), $(bpftrace --version)"
-o=$(others)
-echo "run.sh: attached by others before the start: $o (uprobes: their traps on libc slow" \
-	"every process; syscall_tps: their programs run on every system call)"
-[ "$o" = "uprobes=0 syscall_tps=0" ] || echo "run.sh: WARNING: another tracer is attached: figures will be off"
+read -r u s < <(others)
+echo "run.sh: attached by others before the start: uprobes=$u syscall_tps=$s (uprobes: their" \
+	"traps on libc slow every process; syscall_tps: their programs run on every system call);" \
+	"load average $(cut -d' ' -f1-3 /proc/loadavg)"
+[ "$u$s" = 00 ] || echo "run.sh: WARNING: another tracer is attached: figures will be off"
 echo "run.sh: overhead: $ROUNDS rounds of N=$N (uprobes), SYS_N=$SYS_N (syscall tracepoints)"
 for R in $(seq 1 "$ROUNDS"); do
-	echo "variant=others round=$R $(others)" >>"$RES"
-	bare "$N" 1
-	bt bpftrace "$BT_PROG" "$N"
-	dc dc_nocb "$here/nocb.lua" "$N" 1 16M
-	dc dc_io_posix io_posix.lua "$N" 1 16M
-	bare "$N" 1
-	bare "$SYS_N" 1
-	bt bpftrace_tp "$BT_TP_PROG" "$SYS_N"
-	dc dc_sys "$here/sys.lua" "$SYS_N" 1 16M
-	bare "$SYS_N" 1
-	echo "run.sh: round $R done ($(others))"
+	OTH_U=0 OTH_S=0
+	cpusnap "$OUT/cpu0"
+	t0=$(now)
+	watch; bare "$N" 1
+	watch; bt bpftrace "$BT_PROG" "$N"
+	watch; dc dc_nocb "$here/nocb.lua" "$N" 1 16M
+	watch; dc dc_io_posix io_posix.lua "$N" 1 16M
+	watch; bare "$N" 1
+	watch; bare "$SYS_N" 1
+	watch; bt bpftrace_tp "$BT_TP_PROG" "$SYS_N"
+	watch; dc dc_sys "$here/sys.lua" "$SYS_N" 1 16M
+	watch; bare "$SYS_N" 1
+	watch
+	t1=$(now)
+	cpusnap "$OUT/cpu1"
+	o="uprobes=$OTH_U syscall_tps=$OTH_S other_cpu_s=$(cpudelta "$OUT/cpu0" "$OUT/cpu1")"
+	echo "variant=others round=$R $o round_ms=$(((t1 - t0) / 1000000))" >>"$RES"
+	echo "run.sh: round $R done in $(((t1 - t0) / 1000000)) ms; others: $o"
 done
 echo "run.sh: throughput: $TP_CONFIGS (PROCS:BUFFER), TP_N=$TP_N"
 R=tp

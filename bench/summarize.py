@@ -55,9 +55,17 @@ def main(path):
     runs = [r for r in runs if r["variant"] != "others"]
     for r in others:
         if r["uprobes"] or r["syscall_tps"]:
-            print("WARNING: round %s: other tracers attached at its start: uprobes=%d "
+            print("WARNING: round %s: other tracers attached between its runs: uprobes=%d "
                   "syscall_tps=%d; this round's figures are off" % (
                       r["round"], r["uprobes"], r["syscall_tps"]))
+        cpu = float(r.get("other_cpu_s", 0))
+        if cpu > 0.1 * r.get("round_ms", 1e9) / 1e3:
+            print("WARNING: round %s: other processes used %.1f s of CPU during its %.1f s: "
+                  "they competed for the cores; this round is noisy" % (
+                      r["round"], cpu, r["round_ms"] / 1e3))
+    if others:
+        print("other processes' CPU per round (s): %s" % " ".join(
+            "%s" % r.get("other_cpu_s", "?") for r in others))
     for r in runs:
         check_events(r)
     rounds = sorted({r["round"] for r in runs if r["round"] != "tp"})

@@ -12,6 +12,8 @@
 
 #include "dc_features.h"
 #include "kernel.skel.h"
+#include "kmech.h"
+#include "vfs.skel.h"
 #include "syscall.skel.h"
 #include "uprobe.skel.h"
 
@@ -21,6 +23,7 @@ struct dc_bpf {
 	struct uprobe_bpf *skel;
 	struct syscall_bpf *sys;   /* loaded when a syscall layer is asked for */
 	struct kernel_bpf *kern;   /* loaded when a tracepoint layer is asked for */
+	struct vfs_bpf *vfs;       /* loaded when a kernel-function layer is asked for */
 	struct dc_probe *probes;
 	struct bpf_link **links;   /* fallback: 2 per probe (entry, return) */
 	unsigned nprobes, cap, nattached;
@@ -286,6 +289,80 @@ static int load_kernel(struct dc_bpf *b, char *err, size_t errlen)
 	return 0;
 }
 
+/* The kernel functions bpf/vfs.bpf.c has programs for, in its enum order; a probe's offset
+ * is its index here, its library "[fentry]" or "[kprobe]" (the mechanism chosen). */
+static const char *const vfs_funcs[] = {
+	"vfs_read", "vfs_write", "vfs_readv", "vfs_writev", "vfs_iter_read", "vfs_iter_write",
+	"vfs_open", "vfs_fsync_range", "vfs_getattr", "vfs_statx", "do_truncate",
+	"vfs_fallocate",
+};
+#define NVFS (sizeof(vfs_funcs) / sizeof(vfs_funcs[0]))
+
+int dc_bpf_kfunc(const char *name)
+{
+	for (unsigned i = 0; i < NVFS; i++)
+		if (!strcmp(vfs_funcs[i], name))
+			return i;
+	return -1;
+}
+
+/* Enables the entry and return programs of vfs function idx for mechanism m. */
+static int vfs_enable(struct vfs_bpf *v, unsigned idx, int kprobe)
+{
+	const char *kinds[2][2] = { { "fe", "fx" }, { "kp", "kr" } };
+	for (int k = 0; k < 2; k++) {
+		char name[64];
+		snprintf(name, sizeof(name), "dc_%s_%s", kinds[kprobe][k], vfs_funcs[idx]);
+		struct bpf_program *p = bpf_object__find_program_by_name(v->obj, name);
+		if (!p)
+			return -1;
+		bpf_program__set_autoload(p, true);
+	}
+	return 0;
+}
+
+/* Loads vfs.bpf.c on the shared maps with, per asked function, the fentry/fexit or the
+ * kprobe/kretprobe pair its probe chose, and attaches them. 0, or -1 with err. */
+static int load_vfs(struct dc_bpf *b, char *err, size_t errlen)
+{
+	b->vfs = vfs_bpf__open();
+	if (!b->vfs) {
+		snprintf(err, errlen, "cannot open the VFS BPF object: %s", strerror(errno));
+		return -1;
+	}
+	struct vfs_bpf *v = b->vfs;
+	struct bpf_program *prog;
+	bpf_object__for_each_program(prog, v->obj)
+		bpf_program__set_autoload(prog, false);
+	for (unsigned i = 0; i < b->nprobes; i++) {
+		const struct dc_probe *p = &b->probes[i];
+		if (p->layer->mechanism != DC_MECH_KERNEL || p->offset >= NVFS)
+			continue;
+		v->rodata->vfs_cookie[p->offset] = cookie_of(p, i);
+		vfs_enable(v, p->offset, !strcmp(p->library, "[kprobe]"));
+	}
+	v->rodata->wakeup_bytes = b->skel->rodata->wakeup_bytes;
+	int e = 0;
+	REUSE(v, traced, e);
+	REUSE(v, stacks, e);
+	REUSE(v, zero_stack, e);
+	REUSE(v, events, e);
+	REUSE(v, scratch, e);
+	REUSE(v, stats, e);
+	if (!e)
+		e = vfs_bpf__load(v);
+	if (!e)
+		e = vfs_bpf__attach(v);
+	if (e) {
+		snprintf(err, errlen, "cannot load or attach the VFS probes (fentry/kprobe): %s",
+			 strerror(-e));
+		vfs_bpf__destroy(v);
+		b->vfs = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 /* Loads syscall.bpf.c on the maps of uprobe.bpf.c (one ring buffer, one call stack per
  * thread, so syscalls nest under libc calls) and attaches its two tracepoints.
  * Returns 0, or -1 with err. */
@@ -338,6 +415,19 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 		nsys++;
 	}
 	ok += nsys;
+	/* kernel-function probes: one load of vfs.bpf.c with the chosen programs */
+	int nk = 0;
+	for (unsigned i = b->nattached; i < b->nprobes; i++)
+		nk += b->probes[i].layer->mechanism == DC_MECH_KERNEL;
+	if (nk) {
+		if (b->vfs) {
+			snprintf(err, errlen, "kernel-function probes can be added only once");
+			return -1;
+		}
+		if (load_vfs(b, err, errlen))
+			return -1;
+		ok += nk;
+	}
 	/* tracepoint probes: one load of kernel.bpf.c with the asked programs */
 	int ntp = 0;
 	for (unsigned i = b->nattached; i < b->nprobes; i++)
@@ -443,6 +533,7 @@ void dc_bpf_close(struct dc_bpf *b)
 	for (unsigned i = 0; i < b->nmlinks; i++)
 		close(b->mlinks[i]);
 	free(b->mlinks);
+	vfs_bpf__destroy(b->vfs);
 	kernel_bpf__destroy(b->kern);
 	syscall_bpf__destroy(b->sys);
 	uprobe_bpf__destroy(b->skel);

@@ -42,6 +42,10 @@ int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
  * dc_bpf_add_probe; -1 when there is none of that name. */
 int dc_bpf_tracepoint(const char *name);
 
+/* The index of a kernel function bpf/vfs.bpf.c can probe ("vfs_read", ...), the offset
+ * to give dc_bpf_add_probe (library "[fentry]" or "[kprobe]"); -1 when it has none. */
+int dc_bpf_kfunc(const char *name);
+
 /* Attaches a uprobe and a uretprobe for every probe added and not yet attached.
  * A probe that fails to attach is reported on stderr and skipped. Returns the number of
  * functions attached, or -1 with err when none could be. */

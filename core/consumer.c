@@ -260,7 +260,8 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 	} else if (e->flags & DC_F_UNFINISHED) {
 		/* the thread exited inside the call: it never returned */
 		dc_rec_int(r, "unfinished", 1);
-	} else if (pr->layer->mechanism == DC_MECH_SYSCALL && ret < 0 && ret >= -4095) {
+	} else if ((pr->layer->mechanism == DC_MECH_SYSCALL ||
+		    pr->layer->mechanism == DC_MECH_KERNEL) && ret < 0 && ret >= -4095) {
 		/* the kernel returns -errno; the contract writes ret -1 and errno (syscall(2)) */
 		dc_rec_int(r, "ret", -1);
 		dc_rec_int(r, "errno", -ret);

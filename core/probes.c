@@ -362,9 +362,11 @@ static int top_field(struct ctx *c, const char *key, const yaml_node_t *k,
 			l->mechanism = DC_MECH_SYSCALL;
 		else if (strcmp(buf, "tracepoint") == 0)
 			l->mechanism = DC_MECH_TRACEPOINT;
+		else if (strcmp(buf, "kernel") == 0)
+			l->mechanism = DC_MECH_KERNEL;
 		else
-			return fail(c, node_line(v), "unknown mechanism '%s' (uprobe, syscall or "
-				    "tracepoint)", buf);
+			return fail(c, node_line(v), "unknown mechanism '%s' (uprobe, syscall, "
+				    "tracepoint or kernel)", buf);
 		return 0;
 	}
 

@@ -67,6 +67,7 @@ enum dc_mechanism {
 	DC_MECH_UPROBE = 0, /* uprobe + uretprobe on a library's functions (default) */
 	DC_MECH_SYSCALL,    /* the raw syscall tracepoints; function names are sys_<name> */
 	DC_MECH_TRACEPOINT, /* built-in tracepoint programs (bpf/kernel.bpf.c), by name */
+	DC_MECH_KERNEL,     /* kernel functions (bpf/vfs.bpf.c): fentry or kprobe, per function */
 };
 
 struct dc_layer {

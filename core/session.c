@@ -21,7 +21,9 @@
 
 #include "attach.h"
 #include "consumer.h"
+#include "dc_features.h"
 #include "elfsym.h"
+#include "kmech.h"
 #include "lua_api.h"
 #include "syscalls.h"
 #include "writer.h"
@@ -189,6 +191,47 @@ static int add_kernel_probes(struct session *s, const struct dc_probe_req *r, ch
 	return total;
 }
 
+/* Adds the probes of request r on a kernel-function layer (`mechanism: kernel`, e.g. VFS):
+ * each function by fentry/fexit where this kernel allows fentry and has the function's
+ * BTF, else by kprobe/kretprobe where kprobes work and kallsyms has it (dc_kmech_choose);
+ * functions neither can reach (inlined, missing) get a warning. When the kernel allows
+ * neither mechanism, the run fails here, before the command starts. Returns the number of
+ * probes, or -1 with err. */
+static int add_kfunc_probes(struct session *s, const struct dc_probe_req *r, char *err,
+			    size_t errlen)
+{
+	const struct dc_layer *l = r->layer;
+	struct dc_features f;
+	dc_features_check(&f); /* tries fentry and kprobes for real */
+	int fe = f.r[DC_FEAT_FENTRY].ok == DC_FEAT_YES, kp = f.r[DC_FEAT_KPROBE].ok == DC_FEAT_YES;
+	if (!fe && !kp) {
+		dc_kmech_unavailable(l->path, f.r[DC_FEAT_FENTRY].reason, f.r[DC_FEAT_KPROBE].reason,
+				     err, errlen);
+		return -1;
+	}
+	int total = 0, n = r->funcs ? r->nfuncs : l->nfuncs;
+	for (int k = 0; k < n; k++) {
+		const struct dc_func *fn = r->funcs ? dc_layer_func(l, r->funcs[k]) : &l->funcs[k];
+		int idx = dc_bpf_kfunc(fn->name);
+		enum dc_kmech m = idx < 0 ? DC_KMECH_NONE
+			: dc_kmech_choose(fe, kp, dc_kfunc_in_btf(fn->name),
+					  dc_kfunc_in_kallsyms(fn->name));
+		if (m == DC_KMECH_NONE) {
+			fprintf(stderr, "datacrumbs: warning: %s (%s:%d) %s: not traced\n", fn->name,
+				l->path, fn->line, idx < 0 ? "has no program in bpf/vfs.bpf.c"
+				: "is inlined or missing on this kernel (not in its BTF or kallsyms)");
+			continue;
+		}
+		if (dc_bpf_add_probe(s->bpf, l, fn, m == DC_KMECH_FENTRY ? "[fentry]" : "[kprobe]",
+				     idx, 0) < 0) {
+			snprintf(err, errlen, "too many probes");
+			return -1;
+		}
+		total++;
+	}
+	return total;
+}
+
 static int resolve_probes(struct session *s, const char *binary, char *err, size_t errlen)
 {
 	int nreq, total = 0;
@@ -201,6 +244,13 @@ static int resolve_probes(struct session *s, const char *binary, char *err, size
 	for (int i = 0; i < nreq; i++) {
 		const struct dc_probe_req *r = &reqs[i];
 		const struct dc_layer *l = r->layer;
+		if (l->mechanism == DC_MECH_KERNEL) {
+			int n = add_kfunc_probes(s, r, err, errlen);
+			if (n < 0)
+				return -1;
+			total += n;
+			continue;
+		}
 		if (l->mechanism != DC_MECH_UPROBE) {
 			int n = add_kernel_probes(s, r, err, errlen);
 			if (n < 0)
