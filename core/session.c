@@ -152,8 +152,38 @@ static int mapped_library(int pid, const char *prefix, char *out, size_t outlen)
 	return found;
 }
 
-/* Resolves every function the script asked for to (library, offset) probes. Functions
- * the library lacks get a warning. Returns the number of probes, or -1 with err. */
+/* Walks the functions request r attaches: the asked ones (all of the layer's when it names
+ * none), then, hidden, the layer's other functions that change fds or the cwd, so paths
+ * stay right whatever subset a script asks for. */
+struct req_iter {
+	const struct dc_probe_req *r;
+	int pass, k;
+};
+
+/* The next function of the walk (*hidden: attach it only to keep the fd tables), or NULL
+ * at the end. */
+static const struct dc_func *req_next(struct req_iter *it, int *hidden)
+{
+	const struct dc_probe_req *r = it->r;
+	const struct dc_layer *l = r->layer;
+	for (;;) {
+		int n = it->pass == 0 && r->funcs ? r->nfuncs : l->nfuncs;
+		if (it->k >= n) {
+			if (it->pass == 1 || !r->funcs)
+				return NULL;
+			it->pass = 1;
+			it->k = 0;
+			continue;
+		}
+		const struct dc_func *f = it->pass == 0 && r->funcs
+			? dc_layer_func(l, r->funcs[it->k]) : &l->funcs[it->k];
+		it->k++;
+		*hidden = it->pass == 1;
+		if (!*hidden || f->effect != DC_FX_NONE)
+			return f;
+	}
+}
+
 /* Adds the probes of request r on a kernel layer (`mechanism: syscall`: the syscall
  * tracepoints by syscall number; `tracepoint`: the built-in programs by name): the asked
  * functions, then hidden the ones that change fds or the cwd. Returns the number of
@@ -162,31 +192,25 @@ static int add_kernel_probes(struct session *s, const struct dc_probe_req *r, ch
 			     size_t errlen)
 {
 	const struct dc_layer *l = r->layer;
-	int total = 0;
-	for (int pass = 0; pass < 2; pass++) {
-		int n = pass == 0 && r->funcs ? r->nfuncs : l->nfuncs;
-		for (int k = 0; k < n; k++) {
-			const struct dc_func *f = pass == 0 && r->funcs
-				? dc_layer_func(l, r->funcs[k]) : &l->funcs[k];
-			int hidden = pass == 1;
-			if (hidden && (!r->funcs || f->effect == DC_FX_NONE))
-				continue;
-			int sys = l->mechanism == DC_MECH_SYSCALL;
-			int nr = sys ? dc_syscall_nr(f->name) : dc_bpf_tracepoint(f->name);
-			if (nr < 0) {
-				if (!hidden)
-					fprintf(stderr, "datacrumbs: warning: %s is not %s (%s:%d): not "
-						"traced\n", f->name, sys ? "a syscall on this architecture"
-						: "a tracepoint probe datacrumbs has", l->path, f->line);
-				continue;
-			}
-			if (dc_bpf_add_probe(s->bpf, l, f, sys ? "[syscall]" : "[tracepoint]", nr,
-					     hidden) < 0) {
-				snprintf(err, errlen, "too many probes");
-				return -1;
-			}
-			total += !hidden;
+	int total = 0, hidden;
+	struct req_iter it = { .r = r };
+	const struct dc_func *f;
+	while ((f = req_next(&it, &hidden))) {
+		int sys = l->mechanism == DC_MECH_SYSCALL;
+		int nr = sys ? dc_syscall_nr(f->name) : dc_bpf_tracepoint(f->name);
+		if (nr < 0) {
+			if (!hidden)
+				fprintf(stderr, "datacrumbs: warning: %s is not %s (%s:%d): not "
+					"traced\n", f->name, sys ? "a syscall on this architecture"
+					: "a tracepoint probe datacrumbs has", l->path, f->line);
+			continue;
 		}
+		if (dc_bpf_add_probe(s->bpf, l, f, sys ? "[syscall]" : "[tracepoint]", nr,
+				     hidden) < 0) {
+			snprintf(err, errlen, "too many probes");
+			return -1;
+		}
+		total += !hidden;
 	}
 	return total;
 }
@@ -232,6 +256,10 @@ static int add_kfunc_probes(struct session *s, const struct dc_probe_req *r, cha
 	return total;
 }
 
+/* Resolves every function the script asked for to probes: uprobe layers to (library,
+ * offset) in the library `binary` loads (or -p's process has mapped), kernel layers by
+ * their mechanism. Functions that cannot be reached get a warning. Returns the number of
+ * probes, or -1 with err. */
 static int resolve_probes(struct session *s, const char *binary, char *err, size_t errlen)
 {
 	int nreq, total = 0;
@@ -275,31 +303,23 @@ static int resolve_probes(struct session *s, const char *binary, char *err, size
 		struct dc_elf_syms *syms = dc_elf_syms_open(lib, err, errlen);
 		if (!syms)
 			return -1;
-		/* the asked functions, then (hidden) the rest of the layer's functions that
-		 * change fds or the cwd, so paths stay right whatever subset is asked for */
-		for (int pass = 0; pass < 2; pass++) {
-			int n = pass == 0 && r->funcs ? r->nfuncs : l->nfuncs;
-			for (int k = 0; k < n; k++) {
-				const struct dc_func *f = pass == 0 && r->funcs
-					? dc_layer_func(l, r->funcs[k]) : &l->funcs[k];
-				int hidden = pass == 1;
-				if (hidden && (!r->funcs || f->effect == DC_FX_NONE))
-					continue;
-				uint64_t off = dc_elf_sym_offset(syms, f->name);
-				if (!off) {
-					if (!hidden)
-						fprintf(stderr, "datacrumbs: warning: %s is not exported "
-							"by %s (%s:%d): not traced\n", f->name, lib,
-							l->path, f->line);
-					continue;
-				}
-				if (dc_bpf_add_probe(s->bpf, l, f, lib, off, hidden) < 0) {
-					snprintf(err, errlen, "too many probes");
-					dc_elf_syms_close(syms);
-					return -1;
-				}
-				total += !hidden;
+		int hidden;
+		struct req_iter it = { .r = r };
+		const struct dc_func *f;
+		while ((f = req_next(&it, &hidden))) {
+			uint64_t off = dc_elf_sym_offset(syms, f->name);
+			if (!off) {
+				if (!hidden)
+					fprintf(stderr, "datacrumbs: warning: %s is not exported by %s "
+						"(%s:%d): not traced\n", f->name, lib, l->path, f->line);
+				continue;
 			}
+			if (dc_bpf_add_probe(s->bpf, l, f, lib, off, hidden) < 0) {
+				snprintf(err, errlen, "too many probes");
+				dc_elf_syms_close(syms);
+				return -1;
+			}
+			total += !hidden;
 		}
 		dc_elf_syms_close(syms);
 	}
