@@ -74,23 +74,28 @@ def main(path):
         this = [r for r in runs if r["round"] == rd]
         # per loop size, the faster of the round's two bare runs: another tracer's uprobes on
         # the same libc functions (a test running meanwhile) slow every process, traced or not
-        base = {}
+        base, cbase = {}, {}
         for c in {r["calls"] for r in this if r["variant"] == "bare"}:
             bare = [r["elapsed_ns"] / r["calls"] for r in this
                     if r["variant"] == "bare" and r["calls"] == c]
             base[c] = min(bare)
+            # the loop's own CPU time per call: the same without the time it waited for a core
+            cbase[c] = min(r["cpu_ns"] / r["calls"] for r in this
+                           if r["variant"] == "bare" and r["calls"] == c)
             if max(bare) > 2000:
                 print("WARNING: round %s: a bare loop took %.1f us per call: another tracer's "
                       "uprobes were attached to libc meanwhile; this round is noisy" % (
                           rd, max(bare) / 1e3))
-        added = {}
+        added, cadded = {}, {}
         for r in this:
             if r["variant"] == "bare":
                 continue
-            b = base[r["calls"]]
-            per = r["elapsed_ns"] / r["calls"]
+            b, cb = base[r["calls"]], cbase[r["calls"]]
+            per, cper = r["elapsed_ns"] / r["calls"], r["cpu_ns"] / r["calls"]
             added[r["variant"]] = per - b
+            cadded[r["variant"]] = cper - cb
             d = {"round": rd, "bare": b, "per": per, "added": per - b, "calls": r["calls"],
+                 "cbare": cb, "cper": cper, "cadded": cper - cb, "oncpu": r["cpu_ns"] / r["elapsed_ns"],
                  "attach": (r["start_ns"] - r["t0"]) / 1e9, "detach": (r["t1"] - r["end_ns"]) / 1e9,
                  "rss": r["maxrss_kb"] / 1024}
             if "events" in r:
@@ -100,9 +105,13 @@ def main(path):
         for v, peer in PEER.items():
             if v in added and added.get(peer):
                 rows[v][-1]["ratio"] = added[v] / added[peer]
+            if v in cadded and cadded.get(peer):
+                rows[v][-1]["cratio"] = cadded[v] / cadded[peer]
         for num, den, _ in FRACTIONS:
             if num in added and added.get(den):
                 rows[num][-1]["frac"] = added[num] / added[den]
+            if num in cadded and cadded.get(den):
+                rows[num][-1]["cfrac"] = cadded[num] / cadded[den]
 
     print("\nper-call overhead (loop of write(/dev/null, 64 B) + pread(file, 64 B, 0)); "
           "median of %d rounds; vs peer: added time / that of %s" % (
@@ -135,6 +144,34 @@ def main(path):
             print("  %s: %s/%s added time per round: %s -> median %.3f (1/%.0f)" % (
                 what, num, den, " ".join("%.3f" % x for x in rt), med(rt),
                 1 / med(rt) if med(rt) > 0 else float("inf")))
+
+    print("\nthe same in the loop's own CPU time per call (user + system, traps and BPF programs "
+          "included; not the time it waited for a core while other processes or the tracer's "
+          "consumer ran): median of %d rounds" % len(rounds))
+    print("  %-12s %8s %11s %12s %11s %8s %8s" % (
+        "variant", "calls", "bare CPU us", "traced CPU us", "added CPU us", "vs peer",
+        "on CPU"))
+    for v in VARIANTS:
+        rs = rows.get(v, [])
+        if not rs:
+            continue
+        ratio = med([r["cratio"] for r in rs if "cratio" in r])
+        print("  %-12s %8d %11.2f %12.2f %11.2f %8s %7.0f%%" % (
+            v, rs[0]["calls"], med([r["cbare"] for r in rs]) / 1e3,
+            med([r["cper"] for r in rs]) / 1e3, med([r["cadded"] for r in rs]) / 1e3,
+            "%.2f" % ratio if v in PEER else "1.00", 100 * med([r["oncpu"] for r in rs])))
+    for v, peer in PEER.items():
+        rt = [r["cratio"] for r in rows.get(v, []) if "cratio" in r]
+        if rt:
+            print("  %s/%s added CPU per round: %s -> median %.2f" % (
+                v, peer, " ".join("%.2f" % x for x in rt), med(rt)))
+    for num, den, what in FRACTIONS:
+        rt = [r["cfrac"] for r in rows.get(num, []) if "cfrac" in r]
+        if rt:
+            print("  %s: %s/%s added CPU per round: %s -> median %.3f (1/%.0f)" % (
+                what, num, den, " ".join("%.3f" % x for x in rt), med(rt),
+                1 / med(rt) if med(rt) > 0 else float("inf")))
+
     cpu = {v: med([r["cpu_ev"] for r in rows.get(v, []) if "cpu_ev" in r])
            for v in ("dc_nocb", "dc_io_posix", "dc_sys")}
     print("  tracer CPU per event, user side (ring buffer -> [Lua] -> gzip): nocb %.2f us, "

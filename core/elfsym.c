@@ -829,9 +829,11 @@ static int sym_cmp(const void *a, const void *b)
 	return x->order - y->order;
 }
 
-/* Adds the defined functions of one symbol table section. Returns 0, -1 out of memory. */
+/* Adds the defined functions of one symbol table section of e; addresses are mapped to
+ * file offsets through the program headers of `loads` (e itself, or the stripped file a
+ * separate debug file describes). Returns 0, -1 out of memory. */
 static int read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, Elf_Data *versym,
-		       struct dc_elf_syms *s, int *cap)
+		       struct dc_elf_syms *s, int *cap, Elf *loads)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t i, n;
@@ -857,7 +859,7 @@ static int read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, Elf_Data *vers
 		name = elf_strptr(e, sh->sh_link, sym.st_name);
 		if (!name || !*name)
 			continue;
-		off = vaddr_to_offset(e, sym.st_value, 1);
+		off = vaddr_to_offset(loads, sym.st_value, 1);
 		if (!off)
 			continue;
 		if (versym)
@@ -883,6 +885,37 @@ static int read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, Elf_Data *vers
 		s->n++;
 	}
 	return 0;
+}
+
+/* The separate debug file of e by its GNU build-id note (NT_GNU_BUILD_ID):
+ * /usr/lib/debug/.build-id/ab/cdef....debug. Returns 0 with the path when it exists. */
+static int debug_file(Elf *e, char *out, size_t len)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		GElf_Nhdr nh;
+		size_t off = 0, name_off, desc_off;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE ||
+		    !(data = elf_getdata(scn, NULL)))
+			continue;
+		while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+			const unsigned char *id = (const unsigned char *)data->d_buf + desc_off;
+			char hex[2 * 64 + 1];
+
+			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 || nh.n_descsz < 2 ||
+			    nh.n_descsz > 64 || memcmp((char *)data->d_buf + name_off, "GNU", 4))
+				continue;
+			for (size_t i = 0; i < nh.n_descsz; i++)
+				snprintf(hex + 2 * i, 3, "%02x", id[i]);
+			snprintf(out, len, "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
+			return access(out, R_OK) == 0 ? 0 : -1;
+		}
+	}
+	return -1;
 }
 
 struct dc_elf_syms *dc_elf_syms_open(const char *path, char *err, size_t errlen)
@@ -916,16 +949,37 @@ struct dc_elf_syms *dc_elf_syms_open(const char *path, char *err, size_t errlen)
 
 		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_DYNSYM &&
 		    read_symtab(f.e, scn, &sh, elf_ndxscn(scn) == dynsym_ndx ? versym : NULL,
-				s, &cap) != 0)
+				s, &cap, f.e) != 0)
 			goto oom;
 	}
 	/* .symtab after .dynsym, so the dynamic (versioned) definitions come first. */
+	int has_symtab = 0;
 	for (scn = NULL; (scn = elf_nextscn(f.e, scn));) {
 		GElf_Shdr sh;
 
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB &&
-		    read_symtab(f.e, scn, &sh, NULL, s, &cap) != 0)
-			goto oom;
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB) {
+			has_symtab = 1;
+			if (read_symtab(f.e, scn, &sh, NULL, s, &cap, f.e) != 0)
+				goto oom;
+		}
+	}
+	/* A stripped file: its full symbol table may be in a separate debug file found by
+	 * build-id, as gdb and perf look for it (Debian's -dbg / -dbgsym packages, e.g.
+	 * libc6-dbg for ld.so's internal functions). */
+	char dbgpath[PATH_MAX];
+	struct elf_file dbg;
+	if (!has_symtab && debug_file(f.e, dbgpath, sizeof(dbgpath)) == 0 &&
+	    elf_file_open(&dbg, dbgpath, err, errlen) == 0) {
+		for (scn = NULL; (scn = elf_nextscn(dbg.e, scn));) {
+			GElf_Shdr sh;
+
+			if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB &&
+			    read_symtab(dbg.e, scn, &sh, NULL, s, &cap, f.e) != 0) {
+				elf_file_close(&dbg);
+				goto oom;
+			}
+		}
+		elf_file_close(&dbg);
 	}
 	elf_file_close(&f);
 

@@ -268,6 +268,11 @@ static int func_field(struct ctx *c, const char *key, const yaml_node_t *k,
 			return fail(c, node_line(v), "function name '%s' is not a C identifier",
 				    f->name);
 		fp->have_name = 1;
+	} else if (strcmp(key, "symbol") == 0) {
+		if (get_string(c, "symbol", v, f->symbol, sizeof f->symbol) != 0)
+			return -1;
+		if (!is_ident(f->symbol))
+			return fail(c, node_line(v), "symbol '%s' is not a C identifier", f->symbol);
 	} else if (strcmp(key, "args") == 0) {
 		return parse_args(c, v, f);
 	} else if (strcmp(key, "effect") == 0) {
@@ -303,7 +308,7 @@ static int func_field(struct ctx *c, const char *key, const yaml_node_t *k,
 /* Parses one item of `functions` into f. */
 static int parse_func(struct ctx *c, const yaml_node_t *n, struct dc_func *f)
 {
-	static const char *const keys[] = { "name", "args", "effect", "ret", NULL };
+	static const char *const keys[] = { "name", "symbol", "args", "effect", "ret", NULL };
 	struct func_parse fp = { f, NULL, 0 };
 	size_t i;
 
@@ -352,6 +357,8 @@ static int top_field(struct ctx *c, const char *key, const yaml_node_t *k,
 		return get_string(c, "layer", v, l->name, sizeof l->name);
 	if (strcmp(key, "library") == 0)
 		return get_string(c, "library", v, l->library, sizeof l->library);
+	if (strcmp(key, "hint") == 0)
+		return get_string(c, "hint", v, l->hint, sizeof l->hint);
 	if (strcmp(key, "mechanism") == 0) {
 		char buf[32];
 		if (get_string(c, "mechanism", v, buf, sizeof buf) != 0)
@@ -470,7 +477,8 @@ static void yaml_fail(struct ctx *c, const yaml_parser_t *p, const char *text, s
 
 struct dc_layer *dc_layer_load(const char *path, char *err, size_t errlen)
 {
-	static const char *const keys[] = { "layer", "library", "mechanism", "functions", NULL };
+	static const char *const keys[] = { "layer", "library", "mechanism", "hint", "functions",
+					    NULL };
 	struct ctx c = { path, NULL, err, errlen, 0 };
 	yaml_parser_t parser;
 	yaml_document_t doc, extra;

@@ -54,7 +54,8 @@ struct dc_arg {
 };
 
 struct dc_func {
-	char name[64];          /* the symbol, as the user knows it */
+	char name[64];          /* the function as the user knows it: the event's name */
+	char symbol[64];        /* the symbol to attach to when it differs (`symbol:`), or "" */
 	struct dc_arg args[DC_PROBE_ARGS];
 	int nargs;
 	enum dc_effect effect;
@@ -75,6 +76,7 @@ struct dc_layer {
 	char name[32];          /* the layer as written into `cat`: POSIX, STDIO, ... */
 	char library[64];       /* soname prefix of the library (uprobe layers), "libc.so" */
 	enum dc_mechanism mechanism;
+	char hint[256];         /* said when none of the functions is found (`hint:`), or "" */
 	struct dc_func *funcs;
 	int nfuncs;
 };

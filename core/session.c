@@ -303,17 +303,19 @@ static int resolve_probes(struct session *s, const char *binary, char *err, size
 		struct dc_elf_syms *syms = dc_elf_syms_open(lib, err, errlen);
 		if (!syms)
 			return -1;
-		int hidden;
+		int hidden, found_any = 0;
 		struct req_iter it = { .r = r };
 		const struct dc_func *f;
 		while ((f = req_next(&it, &hidden))) {
-			uint64_t off = dc_elf_sym_offset(syms, f->name);
+			const char *sym = f->symbol[0] ? f->symbol : f->name;
+			uint64_t off = dc_elf_sym_offset(syms, sym);
 			if (!off) {
-				if (!hidden)
+				if (!hidden && !l->hint[0])
 					fprintf(stderr, "datacrumbs: warning: %s is not exported by %s "
-						"(%s:%d): not traced\n", f->name, lib, l->path, f->line);
+						"(%s:%d): not traced\n", sym, lib, l->path, f->line);
 				continue;
 			}
+			found_any = 1;
 			if (dc_bpf_add_probe(s->bpf, l, f, lib, off, hidden) < 0) {
 				snprintf(err, errlen, "too many probes");
 				dc_elf_syms_close(syms);
@@ -321,6 +323,9 @@ static int resolve_probes(struct session *s, const char *binary, char *err, size
 			}
 			total += !hidden;
 		}
+		if (l->hint[0] && !found_any)
+			fprintf(stderr, "datacrumbs: warning: none of %s's functions is in %s: %s\n",
+				l->path, lib, l->hint);
 		dc_elf_syms_close(syms);
 	}
 	return total;

@@ -1,6 +1,7 @@
 -- io_posix.lua: the POSIX layer: every libc file call of the command (open, read, write,
 -- pread/pwrite, lseek, fsync, stat, mmap, ... as listed in probes/posix.yaml), one
--- complete event per call, with fd, count, offset, ret and the file's path (fhash).
+-- complete event per call, with fd, count, offset, ret and the file's path (fhash); and
+-- the dynamic loader's own opens and reads (probes/ldso.yaml; needs its debug symbols).
 --
 -- Options (after the script name):
 --   --all     keep the calls on files under /proc and /sys too (dropped by default)
@@ -8,6 +9,7 @@ local dc = require "datacrumbs"
 local filters = require "datacrumbs.filters"
 
 dc.probe { layer = "posix" }
+dc.probe { layer = "ldso" }   -- the dynamic loader's calls, before libc is there
 
 local keep_all = false
 for _, a in ipairs(arg) do

@@ -61,6 +61,18 @@ data, ids, events, meta, r = run_prog("posix", "io_posix.lua")
 P, T0, T1, C, E = ids["main"], ids["thread0"], ids["thread1"], ids["child"], ids["exec"]
 check(len({P, T0, T1}) == 3, "threads have their own tids: %r" % ids)
 
+# the dynamic loader's first calls are traced: probes were attached before the first
+# instruction (ld.so's own functions, from its debug symbols: probes/ldso.yaml)
+first = [(e["name"], e["path"], e["args"].get("flags"), e["args"]["ret"])
+         for e in dctest.calls(events) if e["pid"] == P and e["path"]][:2]
+equal(first[:1], [("__open_nocancel", "/etc/ld.so.cache", os.O_RDONLY | os.O_CLOEXEC, 3)],
+      "the first call of the program is ld.so opening its cache")
+check(len(first) == 2 and first[1][0] == "fstat" and first[1][1] == "/etc/ld.so.cache",
+      "then ld.so's fstat of it: %r" % first)
+libc_opens = [e for e in dctest.calls(events) if e["pid"] == P and e["name"] == "__open_nocancel"
+              and e["path"] and os.path.basename(e["path"]) == "libc.so.6"]
+equal(len(libc_opens), 1, "ld.so opens libc.so.6 once")
+
 main = mine(events, data, pid=P, tid=P)
 want_main = [
     ("chdir", ".", {"ret": 0}),
