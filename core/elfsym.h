@@ -21,7 +21,8 @@ int dc_elf_find_library(const char *binary, const char *prefix, char *out, size_
  * path. Returns 0, or -1 with err ("CMD: not found" / "not executable"). */
 int dc_elf_which(const char *binary, char *out, size_t outlen, char *err, size_t errlen);
 
-/* A set of symbols from one ELF file: .dynsym, and .symtab when present. */
+/* A set of symbols from one ELF file: .dynsym, and .symtab when present, else the .symtab
+ * of its separate debug file found by build-id (/usr/lib/debug/.build-id/xx/yyyy.debug). */
 struct dc_elf_syms;
 
 /* Loads the function symbols of `path`. Returns NULL with err on failure. */
