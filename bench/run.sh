@@ -8,7 +8,7 @@
 # Knobs (environment):
 #   N=20000        loop iterations per uprobe run (2 traced calls each)
 #   SYS_N=50000    loop iterations per syscall-tracepoint run (its calls are ~40x cheaper;
-#                  2 x SYS_N records of 128 bytes must fit the 16 MiB ring buffer)
+#                  2 x SYS_N records of 136 bytes must fit the 16 MiB ring buffer)
 #   ROUNDS=7       rounds of {bare, bpftrace, datacrumbs nocb.lua, datacrumbs io_posix.lua,
 #                  bare; bare, bpftrace tracepoints, datacrumbs sys.lua, bare}
 #   TP_N=50000     loop iterations per process in the throughput runs

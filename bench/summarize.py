@@ -7,8 +7,8 @@ import sys
 
 
 # ring buffer bytes per call record without a path: 8 bytes of header + struct dc_event
-# (bpf/datacrumbs.h, 120 bytes)
-RECORD = 128
+# (bpf/datacrumbs.h, 128 bytes since its flags field; 120 before)
+RECORD = 136
 
 
 def parse_size(s):

@@ -226,6 +226,15 @@ static void push_strings(lua_State *L, char **v)
 	}
 }
 
+/* os.exit, replaced: ending the tracer from a script would leave the trace unfinished
+ * (its last buffer unwritten, no "]"). It raises an error at the caller's line instead. */
+static int l_no_exit(lua_State *L)
+{
+	return luaL_error(L, "os.exit is not available in a datacrumbs script: it would end "
+			  "the tracer without finishing the trace (return from the script, or "
+			  "drop events in dc.on_event)");
+}
+
 /* require "datacrumbs": the module table. */
 static int open_module(lua_State *L)
 {
@@ -269,6 +278,10 @@ struct dc_script *dc_script_new(uv_loop_t *loop, const struct dc_run_info *info)
 	}
 	lua_State *L = s->L;
 	luaL_openlibs(L);
+	lua_getglobal(L, "os");
+	lua_pushcfunction(L, l_no_exit);
+	lua_setfield(L, -2, "exit");
+	lua_pop(L, 1);
 
 	luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
 	lua_pushlightuserdata(L, s);
