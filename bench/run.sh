@@ -3,11 +3,11 @@
 # invocation, as ratios: the POSIX layer (uprobes) against bpftrace's uprobes, the SYSCALL
 # layer (raw_syscalls tp_btf) against bpftrace's syscall tracepoints and against the POSIX
 # layer; then the user side's event throughput and loss, and peak memory.
-# What each number means: README.md. Run as root: bench/run.sh (about 2-3 minutes on an idle machine).
+# What each number means: README.md. Run as root: bench/run.sh (about 1.5 minutes here).
 #
 # Knobs (environment):
 #   N=20000        loop iterations per uprobe run (2 traced calls each)
-#   SYS_N=50000    loop iterations per syscall-tracepoint run (its calls are ~40x cheaper;
+#   SYS_N=50000    loop iterations per syscall-tracepoint run (a traced call is ~10x cheaper;
 #                  2 x SYS_N records of 136 bytes must fit the 16 MiB ring buffer)
 #   ROUNDS=7       rounds of {bare, bpftrace, datacrumbs nocb.lua, datacrumbs io_posix.lua,
 #                  bare; bare, bpftrace tracepoints, datacrumbs sys.lua, bare}
@@ -134,8 +134,8 @@ watch() {
 	((s > OTH_S)) && OTH_S=$s
 	return 0
 }
-# cpusnap FILE: CPU ticks used so far by every process but this script (with the children
-# each has reaped), to see other work competing for the 2 cores during a round.
+# cpusnap FILE: CPU ticks used so far by every process but this script, to see other work
+# competing for the 2 cores during a round: "pid starttime ppid own-ticks reaped-children-ticks".
 cpusnap() {
 	python3 -c 'import os, sys
 me = sys.argv[2]
@@ -147,15 +147,29 @@ with open(sys.argv[1], "w") as out:
             f = open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        out.write("%s %s %d\n" % (p, f[19], sum(int(x) for x in f[11:15])))' "$1" $$
+        out.write("%s %s %s %d %d\n" % (p, f[19], f[1], int(f[11]) + int(f[12]),
+                                         int(f[13]) + int(f[14])))' "$1" $$
 }
-# cpudelta A B: seconds of CPU that processes present in both snapshots used in between
+# cpudelta A B: seconds of CPU that other processes used between the two snapshots: what
+# each process present in both used, plus what the children it reaped meanwhile used,
+# less what those children had already used at A (counted in A, not in between)
 cpudelta() {
 	python3 -c 'import os, sys
 def load(f):
-    return {tuple(l.split()[:2]): int(l.split()[2]) for l in open(f)}
+    return {tuple(w[:2]): (w[2], int(w[3]), int(w[4])) for w in map(str.split, open(f))}
 a, b = load(sys.argv[1]), load(sys.argv[2])
-print("%.2f" % (sum(b[k] - a[k] for k in b if k in a) / os.sysconf("SC_CLK_TCK")))' "$1" "$2"
+pids = {k[0]: k for k in a if k in b}
+ended = {k[0]: v[0] for k, v in a.items() if k not in b}  # pid -> ppid
+gone = {}
+for k, (ppid, own, kids) in a.items():
+    while ppid in ended:  # reaped up a chain of ended processes, to one still here
+        ppid = ended[ppid]
+    if k not in b and ppid in pids:
+        gone[ppid] = gone.get(ppid, 0) + own + kids
+t = 0
+for k in pids.values():
+    t += b[k][1] - a[k][1] + max(b[k][2] - a[k][2] - gone.get(k[0], 0), 0)
+print("%.2f" % (t / os.sysconf("SC_CLK_TCK")))' "$1" "$2"
 }
 
 echo "run.sh: $(date -u +%FT%TZ), $(nproc) CPUs, kernel $(uname -r), $(bpftrace --version)"

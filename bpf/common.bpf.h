@@ -124,8 +124,10 @@ static __always_inline void call_enter(__u64 cookie, __u64 a0, __u64 a1, __u64 a
 			return;
 		bpf_map_update_elem(&stacks, &tid, z, BPF_NOEXIST);
 		st = bpf_map_lookup_elem(&stacks, &tid);
-		if (!st)
+		if (!st) { /* more threads in probed calls than `stacks` holds: a lost call */
+			count_stat(DC_STAT_LOST);
 			return;
+		}
 	}
 	__u32 d = st->depth;
 	if (d >= DC_MAX_DEPTH) {

@@ -26,11 +26,21 @@ int dc_return(struct pt_regs *ctx)
 	return 0;
 }
 
-/* Sends a process record (fork, exec, exit); path is the exec'd file name or NULL. */
+/* Sends a process record (fork, exec, exit); path is the exec'd file name or NULL. The
+ * record is as small as its path allows (no path: just the dc_event). */
 static __always_inline void send_proc(__u32 kind, __u32 pid, __u32 tid, __u64 arg,
 				      const char *path)
 {
-	struct dc_path_event *pe = bpf_ringbuf_reserve(&events, sizeof(*pe), 0);
+	__u32 zero = 0;
+	struct dc_path_event *sc = path ? bpf_map_lookup_elem(&scratch, &zero) : NULL;
+	long n = sc ? bpf_probe_read_kernel_str(sc->path, sizeof(sc->path), path) : 0;
+	struct dc_path_event *pe;
+	if (n <= 0)
+		pe = bpf_ringbuf_reserve(&events, sizeof(pe->e), 0);
+	else if (n <= DC_PATH_SMALL)
+		pe = bpf_ringbuf_reserve(&events, sizeof(pe->e) + DC_PATH_SMALL, 0);
+	else
+		pe = bpf_ringbuf_reserve(&events, sizeof(*pe), 0);
 	if (!pe) {
 		count_stat(DC_STAT_LOST);
 		return;
@@ -41,9 +51,12 @@ static __always_inline void send_proc(__u32 kind, __u32 pid, __u32 tid, __u64 ar
 	pe->e.tid = tid;
 	pe->e.ts = bpf_ktime_get_ns();
 	pe->e.args[0] = arg;
-	if (path) {
-		long n = bpf_probe_read_kernel_str(pe->path, sizeof(pe->path), path);
-		pe->e.path_len = n > 0 ? n : 0;
+	if (sc && n > 0) {
+		if (n <= DC_PATH_SMALL)
+			bpf_probe_read_kernel(pe->path, DC_PATH_SMALL, sc->path);
+		else
+			bpf_probe_read_kernel(pe->path, DC_PATH_MAX, sc->path);
+		pe->e.path_len = n;
 	}
 	bpf_ringbuf_submit(pe, 0);
 }

@@ -180,15 +180,18 @@ static unsigned attach_multi(struct dc_bpf *b, unsigned from, unsigned to)
 		cookies[i - from] = cookie_of(&b->probes[i], i);
 	}
 	const char *lib = b->probes[from].library;
-	int in = dc_link_uprobe_multi(bpf_program__fd(b->skel->progs.dc_entry), lib, offs,
-				      cookies, cnt, 0, 0);
-	int out = in < 0 ? -1 : dc_link_uprobe_multi(bpf_program__fd(b->skel->progs.dc_return),
-						    lib, offs, cookies, cnt, 1, 0);
+	/* returns first: a call that starts between the two attaches then only shows a return
+	 * without entry (counted unpaired), never an entry whose return is missed, which
+	 * would stay on the thread's stack (a running process, -p) */
+	int out = dc_link_uprobe_multi(bpf_program__fd(b->skel->progs.dc_return), lib, offs,
+				       cookies, cnt, 1, 0);
+	int in = out < 0 ? -1 : dc_link_uprobe_multi(bpf_program__fd(b->skel->progs.dc_entry),
+						    lib, offs, cookies, cnt, 0, 0);
 	if (in < 0 || out < 0) {
 		fprintf(stderr, "datacrumbs: warning: cannot attach %u uprobes in %s: %s\n", cnt,
 			lib, strerror(errno));
-		if (in >= 0)
-			close(in);
+		if (out >= 0)
+			close(out);
 		goto out;
 	}
 	b->mlinks[b->nmlinks++] = in;
@@ -468,22 +471,22 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 		if (p->layer->mechanism != DC_MECH_UPROBE)
 			continue;
 		LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie_of(p, i));
+		o.retprobe = true; /* the return first, as in attach_multi */
+		b->links[2 * i + 1] = bpf_program__attach_uprobe_opts(b->skel->progs.dc_return, -1,
+								       p->library, p->offset, &o);
+		if (!b->links[2 * i + 1]) {
+			fprintf(stderr, "datacrumbs: warning: cannot attach a uretprobe to %s in %s: %s\n",
+				p->func->name, p->library, strerror(errno));
+			continue;
+		}
 		o.retprobe = false;
 		b->links[2 * i] = bpf_program__attach_uprobe_opts(b->skel->progs.dc_entry, -1,
 								   p->library, p->offset, &o);
 		if (!b->links[2 * i]) {
 			fprintf(stderr, "datacrumbs: warning: cannot attach a uprobe to %s in %s: %s\n",
 				p->func->name, p->library, strerror(errno));
-			continue;
-		}
-		o.retprobe = true;
-		b->links[2 * i + 1] = bpf_program__attach_uprobe_opts(b->skel->progs.dc_return, -1,
-								       p->library, p->offset, &o);
-		if (!b->links[2 * i + 1]) {
-			fprintf(stderr, "datacrumbs: warning: cannot attach a uretprobe to %s in %s: %s\n",
-				p->func->name, p->library, strerror(errno));
-			bpf_link__destroy(b->links[2 * i]);
-			b->links[2 * i] = NULL;
+			bpf_link__destroy(b->links[2 * i + 1]);
+			b->links[2 * i + 1] = NULL;
 			continue;
 		}
 		ok++;

@@ -43,7 +43,7 @@ static const char run_help[] =
 "                           children) until it exits or Ctrl-C; once the probes are\n"
 "                           attached, says \"datacrumbs: tracing PID N\" on stderr\n"
 "      --no-compress        write plain .pfw instead of .pfw.gz\n"
-"      --buffer-size BYTES  ring buffer size, K/M/G suffixes, power of two\n"
+"      --buffer-size BYTES  ring buffer size, K/M/G suffixes, a power of two from 64K\n"
 "                           (default 16M); a full buffer loses events and the trace\n"
 "                           counts them\n"
 "      --flush-interval MS  ms between gzip members written to disk (default 1000):\n"
@@ -127,7 +127,8 @@ int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
 			fputs(run_help, stdout);
 			return 1;
 		} else if (IS("-o") || IS("--output")) {
-			if (!(o->output = opt_value(argc, argv, &i, eq)) || !*o->output)
+			if (!(o->output = opt_value(argc, argv, &i, eq)) || !*o->output ||
+			    !strcmp(o->output, "--"))
 				return usage_error("%s needs a path", a);
 		} else if (IS("-p") || IS("--pid")) {
 			const char *v = opt_value(argc, argv, &i, eq);
@@ -136,13 +137,13 @@ int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
 			if (!v || *end || pid <= 0 || pid > 0x3fffffff)
 				return usage_error("-p needs a process id, got '%s'", v ? v : "");
 			o->pid = pid;
-		} else if (IS("--no-compress")) {
+		} else if (IS("--no-compress") && !eq) {
 			o->compress = 0;
 		} else if (IS("--buffer-size")) {
 			const char *v = opt_value(argc, argv, &i, eq);
 			size_t sz = v ? parse_size(v) : 0;
-			if (sz < 4096 || (sz & (sz - 1)) || sz > (1ul << 30))
-				return usage_error("--buffer-size must be a power of two from 4K "
+			if (sz < (64u << 10) || (sz & (sz - 1)) || sz > (1ul << 30))
+				return usage_error("--buffer-size must be a power of two from 64K "
 						   "to 1G, got '%s'", v ? v : "");
 			o->ringbuf_bytes = sz;
 		} else if (IS("--flush-interval")) {
@@ -153,9 +154,11 @@ int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
 				return usage_error("--flush-interval needs milliseconds (10 to "
 						   "3600000), got '%s'", v ? v : "");
 			o->flush_ms = ms;
-		} else if (IS("-q") || IS("--quiet")) {
+		} else if ((IS("-q") || IS("--quiet")) && !eq) {
 			o->quiet = 1;
 		} else if (!o->script) {
+			if (!a[0])
+				return usage_error("%s", "an empty SCRIPT name");
 			if (a[0] == '-')
 				return usage_error("unknown option '%s'", a);
 			o->script = a;

@@ -188,7 +188,13 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 	if (!pr)
 		return;
 	const struct dc_func *f = pr->func;
-	struct dc_proc_files *pf = dc_files_get(e->pid);
+	struct dc_proc_files *pf = dc_files_find(e->pid);
+	if (!pf) {
+		/* a process whose fork record we did not get (lost, or it predates -p):
+		 * its cwd and fds as /proc shows them now */
+		dc_files_from_proc(e->pid);
+		pf = dc_files_get(e->pid);
+	}
 	struct dc_record *r = &c->rec;
 	r->id = e->id;
 	r->name = f->name;

@@ -3,6 +3,7 @@
 #include "lua_api.h"
 
 #include <ctype.h>
+#include <signal.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@ struct dc_script {
 	int nlayers;
 	int event_ref;              /* LUA_NOREF: no callback */
 	unsigned long errors;
+	int started;                /* the script has run: dc.probe is closed */
 	const struct dc_run_info *info;
 };
 
@@ -153,6 +155,9 @@ static struct dc_script *self(lua_State *L)
 static int l_probe(lua_State *L)
 {
 	struct dc_script *s = self(L);
+	if (s->started)
+		return luaL_error(L, "probe: the probes are attached once the script has run; "
+				  "call dc.probe at the script's top level");
 	const char *layer;
 	if (lua_type(L, 1) == LUA_TSTRING) {
 		layer = lua_tostring(L, 1);
@@ -175,8 +180,13 @@ static int l_probe(lua_State *L)
 	if (lua_type(L, 1) == LUA_TTABLE) {
 		lua_getfield(L, 1, "functions");
 		if (!lua_isnil(L, -1)) {
-			luaL_checktype(L, -1, LUA_TTABLE);
+			if (!lua_istable(L, -1))
+				return luaL_error(L, "probe: spec.functions must be a list of function "
+						  "names, e.g. { \"open\", \"read\" }");
 			lua_Integer n = luaL_len(L, -1);
+			if (n == 0)
+				return luaL_error(L, "probe: spec.functions is empty (leave it out to "
+						  "probe all of the layer's functions)");
 			req.funcs = calloc(n + 1, sizeof(char *));
 			for (lua_Integer i = 1; req.funcs && i <= n; i++) {
 				lua_geti(L, -1, i);
@@ -264,6 +274,19 @@ static int open_module(lua_State *L)
 	return 1;
 }
 
+/* Count hook: every million VM instructions, a pending SIGINT/SIGTERM/SIGHUP/SIGQUIT
+ * (blocked, read by the event loop) interrupts the script, so an endless loop in a
+ * callback cannot keep Ctrl-C from ending the run. */
+static void on_count(lua_State *L, lua_Debug *ar)
+{
+	sigset_t pending;
+	(void)ar;
+	if (sigpending(&pending) == 0 &&
+	    (sigismember(&pending, SIGINT) || sigismember(&pending, SIGTERM) ||
+	     sigismember(&pending, SIGHUP) || sigismember(&pending, SIGQUIT)))
+		luaL_error(L, "interrupted by a signal while the script ran");
+}
+
 struct dc_script *dc_script_new(uv_loop_t *loop, const struct dc_run_info *info)
 {
 	struct dc_script *s = calloc(1, sizeof(*s));
@@ -278,6 +301,7 @@ struct dc_script *dc_script_new(uv_loop_t *loop, const struct dc_run_info *info)
 	}
 	lua_State *L = s->L;
 	luaL_openlibs(L);
+	lua_sethook(L, on_count, LUA_MASKCOUNT, 1000000);
 	lua_getglobal(L, "os");
 	lua_pushcfunction(L, l_no_exit);
 	lua_setfield(L, -2, "exit");
@@ -306,13 +330,34 @@ struct dc_script *dc_script_new(uv_loop_t *loop, const struct dc_run_info *info)
 	return s;
 }
 
-/* Message handler: keeps the error's own "file:line: message" (one line). */
+/* Message handler: the error's own "file:line: message" on one line (newlines and tabs
+ * of multi-line messages, e.g. require's search list, become "; " and " "); an error
+ * object that is not a string gets the position of the code that raised it. */
 static int on_error(lua_State *L)
 {
-	if (!lua_isstring(L, 1))
-		lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+	if (lua_type(L, 1) != LUA_TSTRING && lua_type(L, 1) != LUA_TNUMBER) {
+		luaL_where(L, 1);
+		lua_pushfstring(L, "%s(error object is a %s value)", lua_tostring(L, -1),
+				luaL_typename(L, 1));
+	} else {
+		lua_pushvalue(L, 1);
+	}
+	luaL_Buffer b;
+	size_t n;
+	const char *m = lua_tolstring(L, -1, &n);
+	luaL_buffinit(L, &b);
+	for (size_t i = 0; i < n; i++) {
+		if (m[i] == '\n')
+			luaL_addstring(&b, "; ");
+		else if (m[i] == '\t')
+			luaL_addchar(&b, ' ');
+		else
+			luaL_addchar(&b, m[i]);
+	}
+	luaL_pushresult(&b);
 	return 1;
 }
+
 
 int dc_script_run(struct dc_script *s, const char *path, char *err, size_t errlen)
 {
@@ -331,8 +376,9 @@ int dc_script_run(struct dc_script *s, const char *path, char *err, size_t errle
 	return 0;
 }
 
-const struct dc_probe_req *dc_script_reqs(const struct dc_script *s, int *n)
+const struct dc_probe_req *dc_script_reqs(struct dc_script *s, int *n)
 {
+	s->started = 1;
 	*n = s->nreqs;
 	return s->reqs;
 }
@@ -348,7 +394,14 @@ static int read_arg(lua_State *L, struct dc_record *r, struct dc_rec_arg *a)
 	switch (lua_type(L, -1)) {
 	case LUA_TNUMBER:
 		a->is_str = 0;
-		a->i = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : (int64_t)lua_tonumber(L, -1);
+		if (lua_isinteger(L, -1)) {
+			a->i = lua_tointeger(L, -1);
+		} else {
+			lua_Number d = lua_tonumber(L, -1);
+			if (!(d > -9.2e18 && d < 9.2e18)) /* NaN, inf, out of range: dropped */
+				return 0;
+			a->i = (int64_t)d;
+		}
 		return 1;
 	case LUA_TBOOLEAN:
 		a->is_str = 0;
@@ -366,23 +419,46 @@ static int read_arg(lua_State *L, struct dc_record *r, struct dc_rec_arg *a)
 	}
 }
 
-/* Reads a string field of the event table back into *dst (copied into the arena). */
+/* Pushes t[key] of the table at idx without metamethods: a script's metatable on the
+ * event must not run (or raise) outside the protected callback. */
+static int raw_field(lua_State *L, int idx, const char *key)
+{
+	idx = lua_absindex(L, idx);
+	lua_pushstring(L, key);
+	return lua_rawget(L, idx);
+}
+
+/* Reads a string field of the event table back into *dst (copied into the arena); an
+ * empty string, or a value that is not a string, keeps the old one (a name and a cat
+ * must not be empty). */
 static void read_str_field(lua_State *L, struct dc_record *r, const char *key,
 			   const char **dst, int nil_ok)
 {
-	lua_getfield(L, -1, key);
-	size_t n;
-	const char *v = lua_tolstring(L, -1, &n);
+	raw_field(L, -1, key);
+	size_t n = 0;
+	const char *v = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &n) : NULL;
+	if (v && n == 0 && !nil_ok)
+		v = NULL;
 	if (v) {
 		if (*dst == NULL || strcmp(v, *dst)) {
 			const char *k = dc_rec_keep(r, v, n);
 			if (k)
 				*dst = k;
 		}
-	} else if (nil_ok) {
+	} else if (nil_ok && lua_isnil(L, -1)) {
 		*dst = NULL;
 	}
 	lua_pop(L, 1);
+}
+
+/* The keys the writer owns: a script cannot set them through ev.args. */
+static int reserved_key(const char *k)
+{
+	static const char *const keys[] = { "hhash", "fhash", "level", "p_idx", NULL };
+	for (int i = 0; keys[i]; i++)
+		if (!strcmp(k, keys[i]))
+			return 1;
+	return 0;
 }
 
 int dc_script_event(struct dc_script *s, struct dc_record *r)
@@ -432,21 +508,22 @@ int dc_script_event(struct dc_script *s, struct dc_record *r)
 	read_str_field(L, r, "name", &r->name, 0);
 	read_str_field(L, r, "cat", &r->cat, 0);
 	read_str_field(L, r, "path", &r->path, 1);
-	lua_getfield(L, -1, "ts");
-	if (lua_isinteger(L, -1))
+	/* times: microseconds, ts after 2020 (the format contract), dur not negative */
+	raw_field(L, -1, "ts");
+	if (lua_isinteger(L, -1) && lua_tointeger(L, -1) > 1577836800000000LL)
 		r->ts_us = lua_tointeger(L, -1);
-	lua_getfield(L, -2, "dur");
-	if (lua_isinteger(L, -1))
+	raw_field(L, -2, "dur");
+	if (lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 0)
 		r->dur_us = lua_tointeger(L, -1);
 	lua_pop(L, 2);
 
-	lua_getfield(L, -1, "args");
+	raw_field(L, -1, "args");
 	if (lua_istable(L, -1)) {
 		/* the call's own args keep their order; a nil drops one */
 		int n = 0;
 		for (int i = 0; i < r->nargs; i++) {
 			struct dc_rec_arg a = r->args[i];
-			lua_getfield(L, -1, a.key);
+			raw_field(L, -1, a.key);
 			if (read_arg(L, r, &a))
 				r->args[n++] = a;
 			lua_pop(L, 1);
@@ -461,7 +538,7 @@ int dc_script_event(struct dc_script *s, struct dc_record *r)
 				for (int i = 0; i < n && !known; i++)
 					known = !strcmp(r->args[i].key, k);
 				struct dc_rec_arg a = { .key = NULL };
-				if (!known && read_arg(L, r, &a)) {
+				if (!known && !reserved_key(k) && read_arg(L, r, &a)) {
 					a.key = dc_rec_keep(r, k, strlen(k));
 					if (a.key)
 						r->args[r->nargs++] = a;

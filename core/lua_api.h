@@ -40,8 +40,9 @@ int dc_script_find(const char *name, char *out, size_t outlen, char *err, size_t
  * (syntax error, run-time error, a bad dc.probe call). */
 int dc_script_run(struct dc_script *s, const char *path, char *err, size_t errlen);
 
-/* The probe requests made while the script ran. */
-const struct dc_probe_req *dc_script_reqs(const struct dc_script *s, int *n);
+/* The probe requests made while the script ran; from here on dc.probe raises an error
+ * (the probes are attached once). */
+const struct dc_probe_req *dc_script_reqs(struct dc_script *s, int *n);
 
 /* 1 when the script registered an event callback (dc.on_event). */
 int dc_script_wants_events(const struct dc_script *s);

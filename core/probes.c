@@ -199,6 +199,12 @@ static int parse_arg(struct ctx *c, const yaml_node_t *n, struct dc_arg *a)
 	if (strlen(name) >= sizeof a->name)
 		return fail(c, node_line(n), "argument name '%s' is longer than %zu characters",
 			    name, sizeof a->name - 1);
+	static const char *const reserved[] = { "hhash", "fhash", "level", "p_idx", "ret", "errno",
+						"unfinished", NULL };
+	for (int i = 0; reserved[i]; i++)
+		if (!strcmp(name, reserved[i]))
+			return fail(c, node_line(n), "argument name '%s' is the tracer's own (reserved: "
+				    "hhash, fhash, level, p_idx, ret, errno, unfinished)", name);
 	strcpy(a->name, name);
 	return 0;
 }
@@ -252,6 +258,27 @@ struct func_parse {
 	int have_name;
 };
 
+/* Why function `name` cannot take a uretprobe (it returns twice, or never), or NULL.
+ * A uretprobe replaces the return address: setjmp's second return and the stack
+ * unwinding of longjmp/exceptions then land in the trampoline (the program dies, SIGILL);
+ * a call that never returns leaves its frame open for good. */
+static const char *returns_oddly(const char *name)
+{
+	static const char *const twice[] = { "setjmp", "_setjmp", "__sigsetjmp", "sigsetjmp",
+					     "vfork", "getcontext", "savectx", NULL };
+	static const char *const never[] = { "exit", "_exit", "_Exit", "abort", "longjmp",
+					     "_longjmp", "siglongjmp", "__longjmp_chk", "execve",
+					     "execv", "execvp", "execvpe", "execl", "execlp", "execle",
+					     "fexecve", "pthread_exit", "setcontext", NULL };
+	for (int i = 0; twice[i]; i++)
+		if (!strcmp(name, twice[i]))
+			return "returns twice";
+	for (int i = 0; never[i]; i++)
+		if (!strcmp(name, never[i]))
+			return "does not return (on success)";
+	return NULL;
+}
+
 /* each_pair callback for a function mapping. */
 static int func_field(struct ctx *c, const char *key, const yaml_node_t *k,
 		      const yaml_node_t *v, void *arg)
@@ -268,6 +295,9 @@ static int func_field(struct ctx *c, const char *key, const yaml_node_t *k,
 			return fail(c, node_line(v), "function name '%s' is not a C identifier",
 				    f->name);
 		fp->have_name = 1;
+		if (returns_oddly(f->name))
+			return fail(c, node_line(v), "'%s' %s: a uretprobe on it breaks the program or "
+				    "never fires, so it cannot be probed", f->name, returns_oddly(f->name));
 	} else if (strcmp(key, "symbol") == 0) {
 		if (get_string(c, "symbol", v, f->symbol, sizeof f->symbol) != 0)
 			return -1;

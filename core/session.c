@@ -47,6 +47,7 @@ struct session {
 	int status;          /* its wait status */
 	int done;
 	int cut;             /* the writer failed: the trace is incomplete */
+	int draining;        /* inside dc_consumer_drain */
 	int cmd_bad;         /* CMD cannot run as given (not an ELF, bad #!, missing library) */
 	int pidfd;
 	char trace_path[PATH_MAX];
@@ -101,8 +102,12 @@ static int output_path(const struct dc_opts *o, const char *exec, const char *ho
 	}
 	if (!isfile) {
 		if (!isdir) {
-			snprintf(err, errlen, "output directory %s does not exist (create it, or "
-				 "give -o a file name ending in .pfw.gz)", dir);
+			if (stat(dir, &st) == 0)
+				snprintf(err, errlen, "-o %s: exists and is not a directory (give a "
+					 "directory, or a trace file name ending in .pfw.gz)", dir);
+			else
+				snprintf(err, errlen, "output directory %s does not exist (create it, "
+					 "or give -o a file name ending in .pfw.gz)", dir);
 			return -1;
 		}
 		size_t dl = strlen(dir);
@@ -353,7 +358,14 @@ static uint64_t now_us(void)
 /* Drains the ring buffer; a writer failure cuts the trace (reported once). */
 static void drain(struct session *s)
 {
-	if (dc_consumer_drain(s->cons) < 0 && !s->cut) {
+	/* a script that runs the loop from its callback (luv's uv.run) must not make us
+	 * read the records being handled a second time */
+	if (s->draining)
+		return;
+	s->draining = 1;
+	int n = dc_consumer_drain(s->cons);
+	s->draining = 0;
+	if (n < 0 && !s->cut) {
 		s->cut = 1;
 		fprintf(stderr, "datacrumbs: cannot write %s: %s: the trace is cut here\n",
 			s->trace_path, strerror(errno));
@@ -444,6 +456,36 @@ static int block_signals(struct session *s)
 	return s->sigfd < 0 ? -1 : 0;
 }
 
+/* Signals that the traced program (a parent-notifying daemon) or a closed pipe (our
+ * stderr) may send us: ignored, so they cannot end the tracer mid-trace. The command
+ * gets the dispositions we had (restore_process). */
+static const int ignored_signals[] = { SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM };
+#define NIGNORED (sizeof(ignored_signals) / sizeof(ignored_signals[0]))
+static struct sigaction saved_actions[NIGNORED];
+static int filled_std[3];   /* fds 0-2 we opened on /dev/null because they were closed */
+
+static void guard_process(void)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+	for (size_t i = 0; i < NIGNORED; i++)
+		sigaction(ignored_signals[i], &ign, &saved_actions[i]);
+	/* libuv and libbpf must not get fds 0-2 (libuv refuses to close them): fill the
+	 * closed ones, and close them again in the command */
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) == fd)
+			filled_std[fd] = 1;
+}
+
+/* In the held child, before exec: what the command should have had. */
+static void restore_process(void)
+{
+	for (size_t i = 0; i < NIGNORED; i++)
+		sigaction(ignored_signals[i], &saved_actions[i], NULL);
+	for (int fd = 0; fd < 3; fd++)
+		if (filled_std[fd])
+			close(fd);
+}
+
 /* A forwarded signal that arrived before the command started: its number, or 0. */
 static int early_signal(struct session *s)
 {
@@ -487,7 +529,7 @@ static int spawn_held(char *const argv[], const char *path, const sigset_t *mask
 		while (n < 0 && errno == EINTR);
 		if (n != 1)
 			_exit(DC_EXIT_FAIL); /* datacrumbs gave up before the start */
-		signal(SIGPIPE, SIG_DFL);
+		restore_process();
 		sigprocmask(SIG_SETMASK, mask, NULL); /* the command gets the mask we had */
 		execv(path, argv);
 		int e = errno;
@@ -588,6 +630,7 @@ int dc_session_run(const struct dc_opts *o)
 	int rc = DC_EXIT_FAIL, go = -1, stfd = -1;
 	uint64_t stats[DC_STAT_NR] = { 0 };
 
+	guard_process();
 	if (block_signals(s)) {
 		snprintf(err, sizeof(err), "cannot set up signal handling: %s", strerror(errno));
 		fail(err);
@@ -694,6 +737,7 @@ int dc_session_run(const struct dc_opts *o)
 	}
 	dc_consumer_add_process(s->cons, s->child, name);
 	write_start(s, name, o->cmd, now_us());
+	dc_writer_flush(s->w); /* a run killed in its first second still leaves a trace */
 
 	/* the loop: ring buffer, signals, the flush timer, the -p process's pidfd */
 	uv_poll_init(&s->loop, &s->rb_poll, dc_consumer_fd(s->cons));
@@ -775,6 +819,8 @@ end:
 	dc_writer_arg_uint(s->w, "lost", stats[DC_STAT_LOST]);
 	dc_writer_arg_uint(s->w, "dropped", dc_consumer_dropped(s->cons));
 	dc_writer_arg_uint(s->w, "script_errors", dc_script_errors(s->script));
+	dc_writer_arg_uint(s->w, "too_deep", stats[DC_STAT_DEEP]);
+	dc_writer_arg_uint(s->w, "unpaired", stats[DC_STAT_UNPAIRED]);
 	dc_writer_end(s->w);
 out:
 	if (go >= 0) {
@@ -800,10 +846,14 @@ out:
 		}
 		uint64_t dropped = s->cons ? dc_consumer_dropped(s->cons) : 0;
 		unsigned long errs = dc_script_errors(s->script);
-		char extra[128] = "";
+		char extra[256] = "";
 		if (dropped || errs)
 			snprintf(extra, sizeof(extra), " (%llu dropped by the script, %lu script "
 				 "errors)", (unsigned long long)dropped, errs);
+		if (stats[DC_STAT_DEEP])
+			fprintf(stderr, "datacrumbs: warning: %llu calls nested deeper than %d on "
+				"one thread were not recorded\n",
+				(unsigned long long)stats[DC_STAT_DEEP], DC_MAX_DEPTH);
 		if (!o->quiet || !complete)
 			fprintf(stderr, "datacrumbs: %llu events written%s, %llu lost, trace %s%s\n",
 				(unsigned long long)n, extra, (unsigned long long)stats[DC_STAT_LOST],

@@ -15,8 +15,9 @@ import sys
 import zlib
 
 
-def lines(path):
-    """Yields the JSON lines of a trace; reads every gzip member, tolerates a cut end."""
+def lines(path, state=None):
+    """Yields the JSON lines of a trace; reads every gzip member, tolerates a cut end.
+    state["closed"] is set when the trace ends with its "]"."""
     raw = open(path, "rb").read()
     if raw[:2] == b"\x1f\x8b":  # gzip members, whatever the file is called
         chunks, pos = [], 0
@@ -31,7 +32,10 @@ def lines(path):
             chunks.append(data)
             pos = len(raw) - len(d.unused_data)
         raw = b"".join(chunks)
-    for ln in raw.decode("utf-8", "replace").split("\n"):
+    text = raw.decode("utf-8", "replace")
+    if state is not None:
+        state["closed"] = text.endswith("\n]")
+    for ln in text.split("\n"):
         ln = ln.strip()
         if ln.startswith("{"):
             try:
@@ -47,7 +51,8 @@ def summarize(path, top):
     pids, end = set(), None
     io_ids = set()   # (pid, tid, id) of events on a file (upstream repeats ids per thread)
     rows = []        # (pid, tid, p_idx, function key, file, bytes, dur)
-    for e in lines(path):
+    state = {}
+    for e in lines(path, state):
         a = e.get("args", {})
         if e.get("ph") == "M" and e.get("name") == "FH":
             files[a.get("value")] = a.get("name")
@@ -73,9 +78,12 @@ def summarize(path, top):
             t[0] += 1
             t[1] += moved
             t[2] += dur
-    print("%s: %d processes, %d calls%s" % (
+    print("%s: %d processes, %d calls%s%s" % (
         path, len(pids), sum(v[0] for v in by_func.values()),
-        "" if end is None else ", %s lost" % end.get("lost", "?")))
+        "" if end is None else ", %s lost" % end.get("lost", "?"),
+        "" if state.get("closed") else ", INCOMPLETE (no closing ']': the run was cut)"))
+    if not state.get("closed") and not rows:
+        raise OSError(0, "not a trace, or nothing readable in it")
     for title, table in (("function", by_func), ("file", by_file)):
         print("  %-40s %10s %14s %12s" % (title, "calls", "bytes", "time (us)"))
         rows = sorted(table.items(), key=lambda kv: (-kv[1][2], kv[0]))

@@ -23,5 +23,5 @@ for tr in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
     if os.path.exists(ue):
         dctest.equal(open(ue).read(), "", ue + " entries left")
 ps = subprocess.run(["ps", "-eo", "comm"], capture_output=True, text=True).stdout.split()
-dctest.equal([c for c in ps if c in ("prog_io", "prog_wait")], [], "test programs left running")
+dctest.equal([c for c in ps if c in ("prog_io", "prog_wait", "prog_spin")], [], "test programs left running")
 dctest.finish()

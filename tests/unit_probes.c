@@ -213,6 +213,10 @@ static const struct { const char *file, *error; } bad[] = {
 	{ "probes_bad_syntax.yaml", ":7: YAML syntax error: did not find expected ',' or ']' "
 	  "(while parsing a flow sequence that started at line 6)" },
 	{ "probes_bad_unknown_key.yaml", ":8: unknown field 'argz'" },
+	{ "probes_bad_reserved.yaml", ":6: argument name 'ret' is the tracer's own (reserved: "
+	  "hhash, fhash, level, p_idx, ret, errno, unfinished)" },
+	{ "probes_bad_setjmp.yaml", ":7: '_setjmp' returns twice: a uretprobe on it breaks the "
+	  "program or never fires, so it cannot be probed" },
 	{ "probes_bad_top_key.yaml", ":3: unknown field 'libary'" },
 	{ "probes_bad_kind.yaml", ":9: unknown argument kind 'short' in 'short count' "
 	  "(kinds: int, uint, long, mode, fd, dirfd, path, iov, iovcnt, dir, ino, dev, _)" },
