@@ -22,10 +22,13 @@ enum dc_kind {
  *   bits 16..19  1 + index of the argument that is a path string (0: none)
  *   bits 20..23  1 + index of the argument that is a struct iovec * (0: none)
  *   bits 24..27  1 + index of the argument that is the iovec count
+ *   bit  28      always set, so that no cookie is 0
  */
 #define DC_COOKIE(probe, path1, iov1, iovcnt1) \
 	((unsigned long long)(probe) | ((unsigned long long)(path1) << 16) | \
-	 ((unsigned long long)(iov1) << 20) | ((unsigned long long)(iovcnt1) << 24))
+	 ((unsigned long long)(iov1) << 20) | ((unsigned long long)(iovcnt1) << 24) | \
+	 DC_COOKIE_SET)
+#define DC_COOKIE_SET (1ULL << 28) /* never 0: maps of cookies use 0 for "not traced" */
 #define DC_COOKIE_PROBE(c)  ((unsigned int)((c) & 0xffff))
 #define DC_COOKIE_PATH(c)   ((unsigned int)(((c) >> 16) & 0xf))
 #define DC_COOKIE_IOV(c)    ((unsigned int)(((c) >> 20) & 0xf))

@@ -62,6 +62,18 @@ equal([(e["args"]["count"], e["args"]["ret"]) for e in writes], [(65536, 65536)]
       "dd's writes to out")
 equal(sum(e["args"]["ret"] for e in writes), os.path.getsize(data + "/out"), "bytes written = file size")
 
+# 2b. a script asking for one syscall gets it (its probe may have index 0: its attach
+# cookie must still say "traced")
+script1 = os.path.join(dctest.workdir("sys-one-script"), "one.lua")
+with open(script1, "w") as f:
+    f.write('local dc = require "datacrumbs"\n'
+            'dc.probe { layer = "syscalls", functions = { "sys_write" } }\n')
+data, r, events = traced("one", script1, ["dd", "if=/dev/zero", "of=DATA/out", "bs=4k",
+                                          "count=7", "status=none"])
+equal([(e["name"], e["args"]["count"], e["args"]["ret"]) for e in dctest.calls(events, "SYSCALL")
+       if e["path"] == data + "/out"], [("sys_write", 4096, 4096)] * 7,
+      "only sys_write asked: dd's 7 writes")
+
 # 3. both layers: every syscall on the program's files nests under the POSIX call
 script = os.path.join(dctest.workdir("sys-both-script"), "both.lua")
 with open(script, "w") as f:
