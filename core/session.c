@@ -300,7 +300,18 @@ static int resolve_probes(struct session *s, const char *binary, char *err, size
 			s->cmd_bad = s->started;
 			return -1;
 		}
-		if (found == 1) {
+		if (found == 1 && s->started) {
+			/* a static command (a launcher) may still exec dynamic programs: probe the
+			 * system's library, the one /bin/sh loads */
+			char e2[256];
+			found = dc_elf_find_library("/bin/sh", l->library, lib, sizeof(lib), e2,
+						    sizeof(e2));
+			if (found == 0)
+				fprintf(stderr, "datacrumbs: warning: %s does not load %s (a static "
+					"binary): layer %s is traced in the programs it runs that load "
+					"%s\n", binary, l->library, l->name, lib);
+		}
+		if (found != 0) {
 			fprintf(stderr, "datacrumbs: warning: %s does not load %s (a static binary?): "
 				"layer %s is not traced\n", binary, l->library, l->name);
 			continue;

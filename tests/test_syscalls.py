@@ -49,6 +49,16 @@ equal(r.returncode, 0, "prog_raw under io_posix.lua exit status")
 check("does not load libc.so" in r.stderr, "io_posix.lua warns about the static binary: %r" % r.stderr)
 equal(on(events, data, "POSIX"), [], "no POSIX events for a static binary")
 
+# 1b. a static launcher that execs a dynamic program: the program's libc calls are traced
+data, r, events = traced("launch", "io_posix.lua", [os.environ["PROG_LAUNCH"], "/bin/dd",
+                                                     "if=/dev/zero", "of=DATA/l", "bs=1k",
+                                                     "count=3", "status=none"])
+equal(r.returncode, 0, "launcher exit status (stderr: %s)" % r.stderr.strip())
+check("is traced in the programs it runs" in r.stderr, "the launcher warning: %r" % r.stderr)
+equal([(e["name"], e["args"]["count"], e["args"]["ret"]) for e in dctest.calls(events, "POSIX")
+       if e["name"] == "write" and e["path"] == data + "/l"], [("write", 1024, 1024)] * 3,
+      "dd's 3 writes, run by a static launcher")
+
 # 2. dd: exactly its 100 reads and 100 writes of 64 KiB
 data, r, events = traced("dd", "io_syscalls.lua",
                          ["dd", "if=/dev/zero", "of=DATA/out", "bs=64k", "count=100"])
