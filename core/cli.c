@@ -16,15 +16,23 @@ static const char main_help[] =
 "commands:\n"
 "  run [OPTIONS] SCRIPT [SCRIPT-ARGS] -- CMD [ARGS...]   trace CMD and its children\n"
 "  run [OPTIONS] SCRIPT [SCRIPT-ARGS] -p PID             trace a running process\n"
+"  list                                                  the scripts on the search path\n"
+"                                                        with their descriptions\n"
+"  list --functions FILE[:GLOB]                          the functions a glob selects in\n"
+"                                                        a library or binary, with offsets\n"
+"  check SCRIPT [SCRIPT-ARGS] [-- CMD]                   validate SCRIPT and resolve its\n"
+"                                                        probes; attaches nothing, no root\n"
 "  features [--json]                                     what this kernel and these\n"
 "                                                        privileges let the tracer use\n"
 "  version                                               print the version\n"
 "\n"
 "  datacrumbs run --help      the options of run\n"
+"  datacrumbs list --help     the options of list\n"
+"  datacrumbs check --help    what check resolves\n"
 "  datacrumbs features --help what features checks\n"
 "\n"
 "SCRIPT is found as a path, then in $DATACRUMBS_SCRIPT_PATH, then in the installed\n"
-"scripts directory (e.g. io_posix.lua). Needs root, or CAP_BPF and CAP_PERFMON.\n";
+"scripts directory (e.g. io_posix.lua). run needs root, or CAP_BPF and CAP_PERFMON.\n";
 
 static const char run_help[] =
 "usage: datacrumbs run [OPTIONS] SCRIPT [SCRIPT-ARGS] -- CMD [ARGS...]\n"

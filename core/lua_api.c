@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,8 @@
 #include <lauxlib.h>
 #include <lualib.h>
 #include <luv/luv.h>
+
+#include "paths.h"
 
 struct dc_script {
 	lua_State *L;
@@ -60,13 +63,16 @@ int dc_script_find(const char *name, char *out, size_t outlen, char *err, size_t
 		snprintf(out, outlen, "%s", name);
 		return 0;
 	}
+	char dirs[2 * PATH_MAX];
+	snprintf(dirs, sizeof(dirs), "%s:%s", dc_data_dir(DC_DIR_SCRIPTS),
+		 dc_source_dir(DC_DIR_SCRIPTS));
 	if (!strchr(name, '/')) {
 		if (find_in_dirs(getenv("DATACRUMBS_SCRIPT_PATH"), name, out, outlen) == 0 ||
-		    find_in_dirs(DC_SCRIPTS_DIR ":" DC_SOURCE_DIR "/scripts", name, out, outlen) == 0)
+		    find_in_dirs(dirs, name, out, outlen) == 0)
 			return 0;
 	}
 	snprintf(err, errlen, "script '%s' not found (looked in ., $DATACRUMBS_SCRIPT_PATH, "
-		 DC_SCRIPTS_DIR ", " DC_SOURCE_DIR "/scripts)", name);
+		 "%s, %s)", name, dc_data_dir(DC_DIR_SCRIPTS), dc_source_dir(DC_DIR_SCRIPTS));
 	return -1;
 }
 
@@ -112,16 +118,20 @@ static struct dc_layer *load_layer(struct dc_script *s, const char *layer, char 
 		file[i] = tolower((unsigned char)layer[i]);
 	if (!strstr(file, ".yaml"))
 		strcat(file, ".yaml");
+	char dirs[2 * PATH_MAX];
+	snprintf(dirs, sizeof(dirs), "%s:%s", dc_data_dir(DC_DIR_PROBES),
+		 dc_source_dir(DC_DIR_PROBES));
 	if (strchr(layer, '/')) {
 		snprintf(path, sizeof(path), "%s", layer);
 	} else if (find_in_dirs(getenv("DATACRUMBS_PROBE_PATH"), file, path, sizeof(path)) &&
-		   find_in_dirs(DC_PROBES_DIR ":" DC_SOURCE_DIR "/probes", file, path, sizeof(path))) {
+		   find_in_dirs(dirs, file, path, sizeof(path))) {
 		char known[512] = "";
 		list_layers(getenv("DATACRUMBS_PROBE_PATH"), known, sizeof(known));
-		list_layers(DC_PROBES_DIR ":" DC_SOURCE_DIR "/probes", known, sizeof(known));
+		list_layers(dirs, known, sizeof(known));
 		snprintf(err, errlen, "no probe description for layer '%s' (no %s in "
-			 "$DATACRUMBS_PROBE_PATH, " DC_PROBES_DIR " or " DC_SOURCE_DIR "/probes; "
-			 "layers: %s)", layer, file, known[0] ? known : "none");
+			 "$DATACRUMBS_PROBE_PATH, %s or %s; layers: %s)", layer, file,
+			 dc_data_dir(DC_DIR_PROBES), dc_source_dir(DC_DIR_PROBES),
+			 known[0] ? known : "none");
 		return NULL;
 	}
 	for (int i = 0; i < s->nlayers; i++)
@@ -319,8 +329,8 @@ struct dc_script *dc_script_new(uv_loop_t *loop, const struct dc_run_info *info)
 	/* package.path: our lua/ helpers first (installed, then the source tree) */
 	lua_getglobal(L, "package");
 	lua_getfield(L, -1, "path");
-	lua_pushfstring(L, "%s/?.lua;%s/lua/?.lua;%s", DC_LUA_DIR, DC_SOURCE_DIR,
-			lua_tostring(L, -1));
+	lua_pushfstring(L, "%s/?.lua;%s/?.lua;%s", dc_data_dir(DC_DIR_LUA),
+			dc_source_dir(DC_DIR_LUA), lua_tostring(L, -1));
 	lua_setfield(L, -3, "path");
 	lua_pop(L, 2);
 
@@ -381,6 +391,28 @@ const struct dc_probe_req *dc_script_reqs(struct dc_script *s, int *n)
 	s->started = 1;
 	*n = s->nreqs;
 	return s->reqs;
+}
+
+const struct dc_func *dc_req_next(struct dc_req_iter *it, int *hidden)
+{
+	const struct dc_probe_req *r = it->r;
+	const struct dc_layer *l = r->layer;
+	for (;;) {
+		int n = it->pass == 0 && r->funcs ? r->nfuncs : l->nfuncs;
+		if (it->k >= n) {
+			if (it->pass == 1 || !r->funcs)
+				return NULL;
+			it->pass = 1;
+			it->k = 0;
+			continue;
+		}
+		const struct dc_func *f = it->pass == 0 && r->funcs
+			? dc_layer_func(l, r->funcs[it->k]) : &l->funcs[it->k];
+		it->k++;
+		*hidden = it->pass == 1;
+		if (!*hidden || f->effect != DC_FX_NONE)
+			return f;
+	}
 }
 
 int dc_script_wants_events(const struct dc_script *s)

@@ -44,6 +44,18 @@ int dc_script_run(struct dc_script *s, const char *path, char *err, size_t errle
  * (the probes are attached once). */
 const struct dc_probe_req *dc_script_reqs(struct dc_script *s, int *n);
 
+/* Walks the functions probe request r attaches: the asked ones (all of the layer's when it
+ * names none), then, hidden, the layer's other functions that change fds or the cwd, so
+ * paths stay right whatever subset a script asks for. Start with { .r = r }. */
+struct dc_req_iter {
+	const struct dc_probe_req *r;
+	int pass, k;
+};
+
+/* The next function of the walk (*hidden: attach it only to keep the fd tables), or NULL
+ * at the end. */
+const struct dc_func *dc_req_next(struct dc_req_iter *it, int *hidden);
+
 /* 1 when the script registered an event callback (dc.on_event). */
 int dc_script_wants_events(const struct dc_script *s);
 

@@ -1,15 +1,21 @@
 /* main.c: the datacrumbs command: parse the command line, run the session (or the
- * features checks), exit with its status. Everything else lives in the modules of core/. */
+ * features checks, list, check), exit with its status. The rest lives in core/'s modules. */
 #include <string.h>
 
+#include "check.h"
 #include "cli.h"
 #include "dc_features.h"
+#include "list.h"
 #include "session.h"
 
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "features"))
 		return dc_features_main(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "list"))
+		return dc_list_main(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "check"))
+		return dc_check_main(argc - 1, argv + 1);
 	struct dc_opts o;
 	int r = dc_cli_parse(argc, argv, &o);
 	if (r == 0)

@@ -157,38 +157,6 @@ static int mapped_library(int pid, const char *prefix, char *out, size_t outlen)
 	return found;
 }
 
-/* Walks the functions request r attaches: the asked ones (all of the layer's when it names
- * none), then, hidden, the layer's other functions that change fds or the cwd, so paths
- * stay right whatever subset a script asks for. */
-struct req_iter {
-	const struct dc_probe_req *r;
-	int pass, k;
-};
-
-/* The next function of the walk (*hidden: attach it only to keep the fd tables), or NULL
- * at the end. */
-static const struct dc_func *req_next(struct req_iter *it, int *hidden)
-{
-	const struct dc_probe_req *r = it->r;
-	const struct dc_layer *l = r->layer;
-	for (;;) {
-		int n = it->pass == 0 && r->funcs ? r->nfuncs : l->nfuncs;
-		if (it->k >= n) {
-			if (it->pass == 1 || !r->funcs)
-				return NULL;
-			it->pass = 1;
-			it->k = 0;
-			continue;
-		}
-		const struct dc_func *f = it->pass == 0 && r->funcs
-			? dc_layer_func(l, r->funcs[it->k]) : &l->funcs[it->k];
-		it->k++;
-		*hidden = it->pass == 1;
-		if (!*hidden || f->effect != DC_FX_NONE)
-			return f;
-	}
-}
-
 /* Adds the probes of request r on a kernel layer (`mechanism: syscall`: the syscall
  * tracepoints by syscall number; `tracepoint`: the built-in programs by name): the asked
  * functions, then hidden the ones that change fds or the cwd. Returns the number of
@@ -198,9 +166,9 @@ static int add_kernel_probes(struct session *s, const struct dc_probe_req *r, ch
 {
 	const struct dc_layer *l = r->layer;
 	int total = 0, hidden;
-	struct req_iter it = { .r = r };
+	struct dc_req_iter it = { .r = r };
 	const struct dc_func *f;
-	while ((f = req_next(&it, &hidden))) {
+	while ((f = dc_req_next(&it, &hidden))) {
 		int sys = l->mechanism == DC_MECH_SYSCALL;
 		int nr = sys ? dc_syscall_nr(f->name) : dc_bpf_tracepoint(f->name);
 		if (nr < 0) {
@@ -320,9 +288,9 @@ static int resolve_probes(struct session *s, const char *binary, char *err, size
 		if (!syms)
 			return -1;
 		int hidden, found_any = 0;
-		struct req_iter it = { .r = r };
+		struct dc_req_iter it = { .r = r };
 		const struct dc_func *f;
-		while ((f = req_next(&it, &hidden))) {
+		while ((f = dc_req_next(&it, &hidden))) {
 			const char *sym = f->symbol[0] ? f->symbol : f->name;
 			uint64_t off = dc_elf_sym_offset(syms, sym);
 			if (!off) {

@@ -1,0 +1,350 @@
+/* check.c: `datacrumbs check SCRIPT`: loads and runs a script in its Lua state and resolves
+ * every probe it asks for as a run would, without BPF, attaching or root; prints a summary. */
+#include "check.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "attach.h"
+#include "elfsym.h"
+#include "kmech.h"
+#include "lua_api.h"
+#include "syscalls.h"
+
+static const char check_help[] =
+"usage: datacrumbs check SCRIPT [SCRIPT-ARGS] [-- CMD [ARGS...]]\n"
+"\n"
+"Loads SCRIPT as 'datacrumbs run' would (found the same way, with the same arguments),\n"
+"then resolves every probe it asks for without attaching anything: for uprobe layers the\n"
+"library CMD loads (the one /bin/sh loads when no CMD is given) and each function's file\n"
+"offset; for syscall layers the syscall numbers; for tracepoint and kernel layers the\n"
+"names. Warns as a run does about what would not be traced, then prints a summary:\n"
+"  io_posix.lua: 96 functions in 2 layers: POSIX (libc.so.6: 89, ...) ... OK\n"
+"Needs no root and starts no command.\n"
+"\n"
+"options (before SCRIPT):\n"
+"  -h, --help   this text\n"
+"\n"
+"exit status: 0 when the script is valid; 125 on an error (a syntax or run-time error\n"
+"of the script or a bad probe description, said with file:line); 2 on a usage error.\n";
+
+#define EXIT_FAIL 125
+
+/* One resolved probe: (where, offset) as dc_bpf_add_probe dedups them. */
+struct cprobe {
+	char where[PATH_MAX];   /* library path, or "[syscall]", "[tracepoint]", "[kernel]" */
+	uint64_t offset;
+	const char *cat;        /* the layer's name */
+	int visible;
+};
+
+struct check {
+	struct cprobe *v;
+	int n, cap;
+};
+
+static int add(struct check *c, const char *cat, const char *where, uint64_t off, int hidden)
+{
+	for (int i = 0; i < c->n; i++)
+		if (c->v[i].offset == off && !strcmp(c->v[i].where, where)) {
+			c->v[i].visible |= !hidden;
+			return 0;
+		}
+	if (c->n == c->cap) {
+		int cap = c->cap ? 2 * c->cap : 128;
+		struct cprobe *v = realloc(c->v, cap * sizeof(*v));
+		if (!v)
+			return -1;
+		c->v = v;
+		c->cap = cap;
+	}
+	struct cprobe *p = &c->v[c->n++];
+	snprintf(p->where, sizeof(p->where), "%s", where);
+	p->offset = off;
+	p->cat = cat;
+	p->visible = !hidden;
+	return 0;
+}
+
+/* A syscall or tracepoint layer: numbers / built-in programs by name. */
+static int check_kernel(struct check *c, const struct dc_probe_req *r)
+{
+	const struct dc_layer *l = r->layer;
+	struct dc_req_iter it = { .r = r };
+	const struct dc_func *f;
+	int hidden;
+	while ((f = dc_req_next(&it, &hidden))) {
+		int sys = l->mechanism == DC_MECH_SYSCALL;
+		int nr = sys ? dc_syscall_nr(f->name) : dc_bpf_tracepoint(f->name);
+		if (nr < 0) {
+			if (!hidden)
+				fprintf(stderr, "datacrumbs: warning: %s is not %s (%s:%d): not "
+					"traced\n", f->name, sys ? "a syscall on this architecture"
+					: "a tracepoint probe datacrumbs has", l->path, f->line);
+			continue;
+		}
+		if (add(c, l->name, sys ? "[syscall]" : "[tracepoint]", nr, hidden))
+			return -1;
+	}
+	return 0;
+}
+
+/* A kernel-function layer: a program in bpf/vfs.bpf.c and the function in this kernel's
+ * BTF or kallsyms (whether fentry or kprobes are allowed is decided by a run). */
+static int check_kfuncs(struct check *c, const struct dc_probe_req *r)
+{
+	const struct dc_layer *l = r->layer;
+	int n = r->funcs ? r->nfuncs : l->nfuncs;
+	for (int k = 0; k < n; k++) {
+		const struct dc_func *fn = r->funcs ? dc_layer_func(l, r->funcs[k]) : &l->funcs[k];
+		int idx = dc_bpf_kfunc(fn->name);
+		if (idx < 0 || !(dc_kfunc_in_btf(fn->name) || dc_kfunc_in_kallsyms(fn->name))) {
+			fprintf(stderr, "datacrumbs: warning: %s (%s:%d) %s: not traced\n", fn->name,
+				l->path, fn->line, idx < 0 ? "has no program in bpf/vfs.bpf.c"
+				: "is inlined or missing on this kernel (not in its BTF or kallsyms)");
+			continue;
+		}
+		if (add(c, l->name, "[kernel]", idx, 0))
+			return -1;
+	}
+	return 0;
+}
+
+/* A uprobe layer: the library `binary` loads and each function's offset in it. */
+static int check_uprobes(struct check *c, const struct dc_probe_req *r, const char *binary,
+			 char *err, size_t errlen)
+{
+	const struct dc_layer *l = r->layer;
+	char lib[PATH_MAX];
+	int found = dc_elf_find_library(binary, l->library, lib, sizeof(lib), err, errlen);
+	if (found < 0)
+		return -1;
+	if (found == 1) {
+		char e2[256];
+		found = dc_elf_find_library("/bin/sh", l->library, lib, sizeof(lib), e2, sizeof(e2));
+		if (found == 0)
+			fprintf(stderr, "datacrumbs: warning: %s does not load %s (a static "
+				"binary): layer %s is traced in the programs it runs that load "
+				"%s\n", binary, l->library, l->name, lib);
+	}
+	if (found != 0) {
+		fprintf(stderr, "datacrumbs: warning: %s does not load %s (a static binary?): "
+			"layer %s is not traced\n", binary, l->library, l->name);
+		return 0;
+	}
+	struct dc_elf_syms *syms = dc_elf_syms_open(lib, err, errlen);
+	if (!syms)
+		return -1;
+	int hidden, found_any = 0;
+	struct dc_req_iter it = { .r = r };
+	const struct dc_func *f;
+	while ((f = dc_req_next(&it, &hidden))) {
+		const char *sym = f->symbol[0] ? f->symbol : f->name;
+		uint64_t off = dc_elf_sym_offset(syms, sym);
+		if (!off) {
+			if (!hidden && !l->hint[0])
+				fprintf(stderr, "datacrumbs: warning: %s is not exported by %s "
+					"(%s:%d): not traced\n", sym, lib, l->path, f->line);
+			continue;
+		}
+		found_any = 1;
+		if (add(c, l->name, lib, off, hidden)) {
+			dc_elf_syms_close(syms);
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+	}
+	if (l->hint[0] && !found_any)
+		fprintf(stderr, "datacrumbs: warning: none of %s's functions is in %s: %s\n",
+			l->path, lib, l->hint);
+	dc_elf_syms_close(syms);
+	return 0;
+}
+
+/* What the summary calls a probe's place: a library's file name, or the mechanism. */
+static const char *place(const char *where)
+{
+	if (!strcmp(where, "[syscall]"))
+		return "syscalls";
+	if (!strcmp(where, "[tracepoint]"))
+		return "tracepoints";
+	if (!strcmp(where, "[kernel]"))
+		return "kernel functions";
+	const char *s = strrchr(where, '/');
+	return s ? s + 1 : where;
+}
+
+/* "N functions in M layers: CAT (place: n, ...), ..." of the visible probes. */
+static void summary(const struct check *c, int nlayers, const char *script)
+{
+	int total = 0;
+	for (int i = 0; i < c->n; i++)
+		total += c->v[i].visible;
+	printf("%s: %d function%s in %d layer%s:", script, total, total == 1 ? "" : "s",
+	       nlayers, nlayers == 1 ? "" : "s");
+	int ncats = 0;
+	for (int i = 0; i < c->n; i++) {
+		if (!c->v[i].visible)
+			continue;
+		int seen = 0;
+		for (int j = 0; j < i && !seen; j++)
+			seen = c->v[j].visible && !strcmp(c->v[j].cat, c->v[i].cat);
+		if (seen)
+			continue;
+		printf("%s %s (", ncats++ ? "," : "", c->v[i].cat);
+		int nplaces = 0;
+		for (int j = i; j < c->n; j++) {
+			if (!c->v[j].visible || strcmp(c->v[j].cat, c->v[i].cat))
+				continue;
+			const char *p = place(c->v[j].where);
+			int pseen = 0;
+			for (int k = i; k < j && !pseen; k++)
+				pseen = c->v[k].visible && !strcmp(c->v[k].cat, c->v[i].cat) &&
+					!strcmp(place(c->v[k].where), p);
+			if (pseen)
+				continue;
+			int n = 0;
+			for (int k = j; k < c->n; k++)
+				n += c->v[k].visible && !strcmp(c->v[k].cat, c->v[i].cat) &&
+				     !strcmp(place(c->v[k].where), p);
+			printf("%s%s: %d", nplaces++ ? ", " : "", p, n);
+		}
+		printf(")");
+	}
+	printf(" ... OK\n");
+}
+
+static void close_handle(uv_handle_t *h, void *arg)
+{
+	(void)arg;
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+int dc_check_main(int argc, char **argv)
+{
+	const char *script = NULL;
+	char **cmd = NULL;
+	char **sargs = calloc(argc + 1, sizeof(char *));
+	int nsargs = 0;
+	if (!sargs)
+		return EXIT_FAIL;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "datacrumbs: no command after -- (see 'datacrumbs "
+					"check --help')\n");
+				free(sargs);
+				return 2;
+			}
+			cmd = &argv[i + 1];
+			break;
+		}
+		if (!script && (!strcmp(a, "-h") || !strcmp(a, "--help"))) {
+			fputs(check_help, stdout);
+			free(sargs);
+			return 0;
+		}
+		if (!script) {
+			if (!a[0] || a[0] == '-') {
+				fprintf(stderr, "datacrumbs: %s '%s' (see 'datacrumbs check --help')\n",
+					a[0] ? "unknown option" : "an empty SCRIPT name", a);
+				free(sargs);
+				return 2;
+			}
+			script = a;
+		} else {
+			sargs[nsargs++] = argv[i];
+		}
+	}
+	if (!script) {
+		fprintf(stderr, "datacrumbs: no SCRIPT given (e.g. io_posix.lua; see "
+			"'datacrumbs check --help')\n");
+		free(sargs);
+		return 2;
+	}
+
+	int rc = EXIT_FAIL, nreq;
+	char err[PATH_MAX + 1024], path[PATH_MAX], binary[PATH_MAX];
+	struct check c = { 0 };
+	uv_loop_t loop;
+	if (uv_loop_init(&loop)) {
+		fprintf(stderr, "datacrumbs: cannot create the event loop\n");
+		free(sargs);
+		return EXIT_FAIL;
+	}
+	struct dc_run_info info = { .output = ".", .mode = "trace", .cmd = cmd,
+				    .script_args = sargs };
+	struct dc_script *s = dc_script_new(&loop, &info);
+	if (!s) {
+		snprintf(err, sizeof(err), "cannot create the Lua state: out of memory");
+		goto out;
+	}
+	if (dc_script_find(script, path, sizeof(path), err, sizeof(err)) ||
+	    dc_script_run(s, path, err, sizeof(err)))
+		goto out;
+	if (cmd) {
+		if (dc_elf_which(cmd[0], binary, sizeof(binary), err, sizeof(err)))
+			goto out;
+	} else {
+		snprintf(binary, sizeof(binary), "/bin/sh");
+	}
+	const struct dc_probe_req *reqs = dc_script_reqs(s, &nreq);
+	if (nreq == 0) {
+		snprintf(err, sizeof(err), "%s asks for no probes (call datacrumbs.probe in it)",
+			 script);
+		goto out;
+	}
+	int nlayers = 0;
+	for (int i = 0; i < nreq; i++) {
+		const struct dc_probe_req *r = &reqs[i];
+		int again = 0;
+		for (int j = 0; j < i && !again; j++)
+			again = reqs[j].layer == r->layer;
+		nlayers += !again;
+		int e;
+		err[0] = 0;
+		switch (r->layer->mechanism) {
+		case DC_MECH_UPROBE:
+			e = check_uprobes(&c, r, binary, err, sizeof(err));
+			break;
+		case DC_MECH_KERNEL:
+			e = check_kfuncs(&c, r);
+			break;
+		default:
+			e = check_kernel(&c, r);
+			break;
+		}
+		if (e) {
+			if (!err[0])
+				snprintf(err, sizeof(err), "out of memory");
+			goto out;
+		}
+	}
+	int visible = 0;
+	for (int i = 0; i < c.n; i++)
+		visible += c.v[i].visible;
+	if (!visible) {
+		snprintf(err, sizeof(err), "%s: no probe could be attached (see the warnings "
+			 "above)", script);
+		goto out;
+	}
+	const char *base = strrchr(script, '/');
+	summary(&c, nlayers, base ? base + 1 : script);
+	rc = 0;
+out:
+	if (rc)
+		fprintf(stderr, "datacrumbs: %s\n", err);
+	uv_walk(&loop, close_handle, NULL);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	dc_script_free(s);
+	uv_loop_close(&loop);
+	free(c.v);
+	free(sargs);
+	return rc;
+}

@@ -1,0 +1,201 @@
+"""test_list_check.py: `datacrumbs list` (scripts, descriptions, shadowing; --functions)
+and `datacrumbs check` (OK as a non-root user, file:line errors on broken scripts)."""
+import fnmatch
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dctest as t
+
+SRC_SCRIPTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "scripts")
+
+
+def env_with(**kw):
+    e = dict(os.environ)
+    for k, v in kw.items():
+        if v is None:
+            e.pop(k, None)
+        else:
+            e[k] = v
+    return e
+
+
+def first_line_desc(path):
+    with open(path) as f:
+        line = f.readline().rstrip()
+    m = re.match(r"^--\s*[^ ]+\.lua:\s*(.*)$", line)
+    return m.group(1) if m else None
+
+
+def test_list(wd):
+    # the shipped scripts, each with its one-line description
+    r = t.run_dc(["list"], env=env_with(DATACRUMBS_SCRIPT_PATH=SRC_SCRIPTS))
+    t.equal(r.returncode, 0, "list: exit status (stderr %r)" % r.stderr)
+    shipped = sorted(f for f in os.listdir(SRC_SCRIPTS) if f.endswith(".lua"))
+    t.check(len(shipped) >= 6, "shipped scripts: %r" % shipped)
+    t.check(SRC_SCRIPTS in r.stdout, "list names the directory %s:\n%s" % (SRC_SCRIPTS, r.stdout))
+    for s in shipped:
+        desc = first_line_desc(os.path.join(SRC_SCRIPTS, s))
+        t.check(desc, "%s opens with '-- %s: description'" % (s, s))
+        t.check(re.search(r"^  %s +%s$" % (re.escape(s), re.escape(desc or "?")), r.stdout,
+                          re.M), "list shows '%s  %s':\n%s" % (s, desc, r.stdout))
+
+    # a user directory earlier in DATACRUMBS_SCRIPT_PATH shadows a shipped script
+    user = os.path.join(wd, "myscripts")
+    os.makedirs(user)
+    with open(os.path.join(user, "io_posix.lua"), "w") as f:
+        f.write('-- io_posix.lua: my own POSIX writes\n'
+                'local dc = require "datacrumbs"\n'
+                'dc.probe { layer = "posix", functions = { "write" } }\n')
+    with open(os.path.join(user, "mine.lua"), "w") as f:
+        f.write('-- mine.lua: only mine\nlocal dc = require "datacrumbs"\ndc.probe "syscalls"\n')
+    env = env_with(DATACRUMBS_SCRIPT_PATH=user + ":" + SRC_SCRIPTS)
+    r = t.run_dc(["list"], env=env)
+    t.equal(r.returncode, 0, "list with a user dir: exit status")
+    out = r.stdout
+    t.check(out.find(user + " ($DATACRUMBS_SCRIPT_PATH):") >= 0 and
+            out.find(user) < out.find(SRC_SCRIPTS),
+            "the user dir comes first, labelled:\n" + out)
+    t.check(re.search(r"^  io_posix\.lua +my own POSIX writes$", out, re.M),
+            "the user's io_posix.lua with its description:\n" + out)
+    t.check(re.search(r"^  mine\.lua +only mine$", out, re.M), "mine.lua listed:\n" + out)
+    shadow = re.search(r"^  io_posix\.lua +.*\[shadowed by %s/io_posix\.lua\]$"
+                       % re.escape(user), out, re.M)
+    t.check(shadow, "the shipped io_posix.lua is marked shadowed by the user's:\n" + out)
+    t.equal(out.count("shadowed by"), 1, "only io_posix.lua is shadowed")
+    # and the script found by name is the one list says wins
+    r = t.run_dc(["check", "io_posix.lua"], env=env)
+    t.equal(r.returncode, 0, "check of the user's io_posix.lua (stderr %r)" % r.stderr)
+    t.check(re.search(r"^io_posix\.lua: 1 function in 1 layer: POSIX \(libc\.so\.6: 1\) \.\.\. OK$",
+                      r.stdout, re.M), "check uses the shadowing script: %r" % r.stdout)
+
+
+def parse_functions(out):
+    lines = out.splitlines()
+    head = lines[0] if lines else ""
+    rows = []
+    for l in lines[1:]:
+        m = re.match(r"^(\S+) +0x([0-9a-f]+)$", l)
+        t.check(m, "a 'NAME  0xOFFSET' line: %r" % l)
+        if m:
+            rows.append((m.group(1), int(m.group(2), 16)))
+    return head, rows
+
+
+def test_functions():
+    r = t.run_dc(["list", "--functions", "libc.so.6:fopen*"])
+    t.equal(r.returncode, 0, "list --functions libc.so.6:fopen* (stderr %r)" % r.stderr)
+    head, rows = parse_functions(r.stdout)
+    t.check(re.match(r"^# /\S+/libc\.so\.6: \d+ functions matching 'fopen\*'", head),
+            "header names the library found: %r" % head)
+    names = [n for n, _ in rows]
+    t.check("fopen" in names and "fopen64" in names, "fopen and fopen64 listed: %r" % names)
+    t.equal(names, sorted(names), "sorted by name")
+    t.check(all(fnmatch.fnmatchcase(n, "fopen*") for n in names), "all match the glob")
+    t.check(all(o > 0 for _, o in rows), "offsets are set")
+    t.equal(len(set(rows)), len(rows), "no duplicate rows")
+
+    # a binary given by path: its own functions, with the offsets nm gives (PIE: the text
+    # segment's file offset equals its address)
+    prog = os.environ["PROG_IO"]
+    r = t.run_dc(["list", "--functions", prog + ":*_io"])
+    t.equal(r.returncode, 0, "list --functions PROG_IO:*_io (stderr %r)" % r.stderr)
+    _, rows = parse_functions(r.stdout)
+    nm = subprocess.run(["nm", prog], capture_output=True, text=True).stdout
+    want = sorted((m.group(2), int(m.group(1), 16)) for m in
+                  re.finditer(r"^([0-9a-f]+) [Tt] (\S+_io)$", nm, re.M))
+    t.check(want, "nm finds *_io functions in prog_io")
+    t.equal(rows, want, "prog_io's *_io functions and offsets")
+
+    r = t.run_dc(["list", "--functions", "libc.so.6:no_such_function_*"])
+    t.equal(r.returncode, 1, "no match: exit 1")
+    t.check("no function of" in r.stderr, "no match says so: %r" % r.stderr)
+    r = t.run_dc(["list", "--functions", "libno_such_lib.so.9:*"])
+    t.equal(r.returncode, 1, "unknown library: exit 1")
+    t.check("'libno_such_lib.so.9' not found" in r.stderr, "says not found: %r" % r.stderr)
+    r = t.run_dc(["list", "--bogus"])
+    t.equal(r.returncode, 2, "list --bogus: usage error")
+
+
+def as_nobody(args, **kw):
+    """Runs datacrumbs as uid/gid 65534 when root (setpriv), else as is."""
+    pre = []
+    if os.geteuid() == 0:
+        pre = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    return subprocess.run(pre + [t.DATACRUMBS] + args, capture_output=True, text=True,
+                          timeout=120, **kw)
+
+
+def test_check(wd):
+    r = as_nobody(["check", "io_posix.lua"])
+    t.equal(r.returncode, 0, "check io_posix.lua as nobody (stderr %r)" % r.stderr)
+    t.check(re.match(r"^io_posix\.lua: \d+ functions in 2 layers: POSIX \(libc\.so\.6: \d+, "
+                     r"ld-linux-x86-64\.so\.2: \d+\) \.\.\. OK\n$", r.stdout),
+            "check summary: %r" % r.stdout)
+    r = as_nobody(["check", "io_syscalls.lua"])
+    t.equal(r.returncode, 0, "check io_syscalls.lua as nobody (stderr %r)" % r.stderr)
+    t.check(re.match(r"^io_syscalls\.lua: \d+ functions in 1 layer: SYSCALL \(syscalls: \d+\) "
+                     r"\.\.\. OK\n$", r.stdout), "syscalls summary: %r" % r.stdout)
+    # a static command: POSIX goes to the programs it runs, with the run's warning
+    r = t.run_dc(["check", "io_posix.lua", "--", os.environ["PROG_RAW"]])
+    t.equal(r.returncode, 0, "check io_posix.lua -- PROG_RAW")
+    t.check("does not load libc.so (a static binary)" in r.stderr,
+            "static CMD warning as in a run: %r" % r.stderr)
+
+    broken = {
+        "syn.lua": ('local dc = require "datacrumbs"\ndc.probe "posix"\nlocal x = = 3\n',
+                    r"syn\.lua:3: unexpected symbol near '='"),
+        "rt.lua": ('local dc = require "datacrumbs"\n\ndc.probe "posix"\nerror("boom")\n',
+                   r"rt\.lua:4: boom"),
+        "badfn.lua": ('local dc = require "datacrumbs"\n'
+                      'dc.probe { layer = "posix", functions = { "nosuchfn" } }\n',
+                      r"badfn\.lua:2: probe: function 'nosuchfn' is not in \S+posix\.yaml"),
+        "badlayer.lua": ('local dc = require "datacrumbs"\ndc.probe "nolayer"\n',
+                         r"badlayer\.lua:2: probe: no probe description for layer 'nolayer'"),
+        "badyaml.lua": ('local dc = require "datacrumbs"\ndc.probe "%s/bad.yaml"\n' % wd,
+                        r"badyaml\.lua:2: probe: \S+/bad\.yaml:5: unknown field 'argz'"),
+        "noprobe.lua": ('local dc = require "datacrumbs"\n',
+                        r"noprobe\.lua asks for no probes"),
+    }
+    with open(os.path.join(wd, "bad.yaml"), "w") as f:
+        f.write("layer: X\nlibrary: libc.so\nfunctions:\n  - name: open\n    argz: [path p]\n")
+    for name, (text, _) in broken.items():
+        with open(os.path.join(wd, name), "w") as f:
+            f.write(text)
+    os.chmod(wd, 0o755)
+    for f in os.listdir(wd):
+        if os.path.isfile(os.path.join(wd, f)):
+            os.chmod(os.path.join(wd, f), 0o644)
+    for name, (_, want) in broken.items():
+        r = as_nobody(["check", os.path.join(wd, name)])
+        t.equal(r.returncode, 125, "check %s: exit status" % name)
+        t.check(re.search(r"^datacrumbs: \S*" + want, r.stderr, re.M),
+                "check %s says %r: %r" % (name, want, r.stderr))
+        t.equal(r.stdout, "", "check %s: no summary" % name)
+    r = as_nobody(["check", "io_posix.lua", "--bad"])
+    t.equal(r.returncode, 125, "a bad script option: 125")
+    t.check(re.search(r"io_posix\.lua:\d+: unknown option '--bad'", r.stderr),
+            "bad script option message: %r" % r.stderr)
+    r = as_nobody(["check", "no_such_script.lua"])
+    t.equal(r.returncode, 125, "missing script: 125")
+    t.check("script 'no_such_script.lua' not found" in r.stderr, "not found: %r" % r.stderr)
+    r = as_nobody(["check"])
+    t.equal(r.returncode, 2, "check without SCRIPT: usage error")
+
+
+def main():
+    wd = t.workdir("list_check")
+    os.chmod(wd, 0o755)
+    test_list(wd)
+    test_functions()
+    broken = os.path.join(wd, "broken")
+    os.makedirs(broken)
+    test_check(broken)
+    t.finish()
+
+
+if __name__ == "__main__":
+    main()
