@@ -104,6 +104,32 @@ static __always_inline __u64 iov_sum(const struct iovec *iov, __u64 cnt)
 	return sum;
 }
 
+/* The kernel's dev_t (major << 20 | minor) in the user's encoding (new_encode_dev(),
+ * include/linux/kdev_t.h), so it compares with stat(2)'s st_dev. */
+static __always_inline __u64 user_dev(__u32 kdev)
+{
+	__u32 major = kdev >> 20, minor = kdev & 0xfffff;
+	return (minor & 0xff) | (major << 8) | ((minor & ~0xffU) << 12);
+}
+
+/* The inode and device of file descriptor fd of the current task (current->files->fdt->
+ * fd[fd]->f_inode), read when an open returns, so short-lived files (written, renamed,
+ * unlinked before the tracer reads the event) keep their path for page cache events. */
+static __always_inline void fd_inode(long fd, __u64 *ino, __u64 *dev)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct file **fds = BPF_CORE_READ(t, files, fdt, fd);
+	struct file *f = NULL;
+	*ino = 0;
+	*dev = 0;
+	if (fd < 0 || fd >= BPF_CORE_READ(t, files, fdt, max_fds) ||
+	    bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return;
+	struct inode *i = BPF_CORE_READ(f, f_inode);
+	*ino = BPF_CORE_READ(i, i_ino);
+	*dev = user_dev(BPF_CORE_READ(i, i_sb, s_dev));
+}
+
 /* A probed call starts on the current thread: push a frame with its attach cookie,
  * id, argument registers and (for iovec calls) the bytes asked. Untraced processes
  * return at once. */
@@ -170,6 +196,8 @@ static __always_inline void fill_call(struct dc_event *e, struct dc_frame *f, __
 	e->iov_bytes = f->iov_bytes;
 	e->flags = 0;
 	e->pad = 0;
+	e->ino = 0;
+	e->dev = 0;
 	for (int i = 0; i < DC_MAX_ARGS; i++)
 		e->args[i] = f->args[i];
 }
@@ -258,6 +286,8 @@ static __always_inline void call_return(__u64 cookie, long ret)
 		} else {
 			fill_call(&pe->e, f, tgid, tid, d, parent, now, ret);
 			pe->e.path_len = n > 0 ? n : 0;
+			if ((cookie & DC_COOKIE_OPENS) && ret >= 0)
+				fd_inode(ret, &pe->e.ino, &pe->e.dev);
 			bpf_ringbuf_submit(pe, submit_flags());
 		}
 	} else {
@@ -274,19 +304,12 @@ static __always_inline void call_return(__u64 cookie, long ret)
 		bpf_map_delete_elem(&stacks, &tid);
 }
 
-/* The kernel's dev_t (major << 20 | minor) in the user's encoding (new_encode_dev(),
- * include/linux/kdev_t.h), so it compares with stat(2)'s st_dev. */
-static __always_inline __u64 user_dev(__u32 kdev)
-{
-	__u32 major = kdev >> 20, minor = kdev & 0xfffff;
-	return (minor & 0xff) | (major << 8) | ((minor & ~0xffU) << 12);
-}
 
 /* Sends a record made outside an entry/return pair (a kernel event), given its owner,
- * times and args. Returns 0, or -1 when the ring buffer was full (counted as lost). */
+ * times, args and DC_F_* flags. Returns 0, or -1 when the ring buffer was full (counted as lost). */
 static __always_inline int emit_record(__u64 cookie, __u32 tgid, __u32 tid, __u64 id,
 				       __u64 parent, __u32 level, __u64 ts, __u64 dur,
-				       const __u64 args[DC_MAX_ARGS])
+				       const __u64 args[DC_MAX_ARGS], __u32 flags)
 {
 	struct dc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
@@ -305,8 +328,10 @@ static __always_inline int emit_record(__u64 cookie, __u32 tgid, __u32 tid, __u6
 	e->path_len = 0;
 	e->ret = 0;
 	e->iov_bytes = 0;
-	e->flags = 0;
+	e->flags = flags;
 	e->pad = 0;
+	e->ino = 0;
+	e->dev = 0;
 	for (int i = 0; i < DC_MAX_ARGS; i++)
 		e->args[i] = args[i];
 	bpf_ringbuf_submit(e, submit_flags());
@@ -343,7 +368,7 @@ static __always_inline void emit_now(__u64 cookie, const __u64 args[DC_MAX_ARGS]
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid, level;
 	if (current_place(tgid, tid, &id, &parent, &level))
 		return;
-	emit_record(cookie, tgid, tid, id, parent, level, bpf_ktime_get_ns(), 0, args);
+	emit_record(cookie, tgid, tid, id, parent, level, bpf_ktime_get_ns(), 0, args, 0);
 }
 
 #endif

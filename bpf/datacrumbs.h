@@ -23,12 +23,14 @@ enum dc_kind {
  *   bits 20..23  1 + index of the argument that is a struct iovec * (0: none)
  *   bits 24..27  1 + index of the argument that is the iovec count
  *   bit  28      always set, so that no cookie is 0
+ *   bit  29      the call returns a new fd (open effect): its inode is read at return
  */
 #define DC_COOKIE(probe, path1, iov1, iovcnt1) \
 	((unsigned long long)(probe) | ((unsigned long long)(path1) << 16) | \
 	 ((unsigned long long)(iov1) << 20) | ((unsigned long long)(iovcnt1) << 24) | \
 	 DC_COOKIE_SET)
 #define DC_COOKIE_SET (1ULL << 28) /* never 0: maps of cookies use 0 for "not traced" */
+#define DC_COOKIE_OPENS (1ULL << 29)
 #define DC_COOKIE_PROBE(c)  ((unsigned int)((c) & 0xffff))
 #define DC_COOKIE_PATH(c)   ((unsigned int)(((c) >> 16) & 0xf))
 #define DC_COOKIE_IOV(c)    ((unsigned int)(((c) >> 20) & 0xf))
@@ -52,11 +54,15 @@ struct dc_event {
 	unsigned long long iov_bytes; /* sum of iov_len over the iovec argument, if any */
 	unsigned int flags;       /* DC_F_* */
 	unsigned int pad;
+	unsigned long long ino;   /* open calls: the inode of the returned fd (0: unknown) */
+	unsigned long long dev;   /* and its device, st_dev encoding */
 	unsigned long long args[DC_MAX_ARGS]; /* raw argument registers at entry */
 };
 
 /* dc_event.flags */
 #define DC_F_UNFINISHED 1   /* the thread exited inside the call (killed, exit()): no ret */
+#define DC_F_ASYNC      2   /* a block request that completed after the call that issued
+			       it returned (readahead, writeback): not nested in it */
 
 struct dc_path_event {
 	struct dc_event e;

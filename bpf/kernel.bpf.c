@@ -91,18 +91,19 @@ struct {
 	__type(value, struct dc_blk);
 } blk_inflight SEC(".maps");
 
-/* Remembers rq for the current thread when it is traced and rq is not known yet. */
-static __always_inline struct dc_blk *blk_track(struct request *rq, __u64 now)
+/* Starts following rq for the current thread (a fresh entry: a struct request is reused
+ * for later requests, so an old entry must never be inherited), or, when the current
+ * process is not traced, forgets any entry rq has. Returns the entry or NULL. */
+static __always_inline struct dc_blk *blk_track(struct request *rq, __u64 now, int queued)
 {
 	__u64 key = (__u64)rq;
-	struct dc_blk *b = bpf_map_lookup_elem(&blk_inflight, &key);
-	if (b)
-		return b;
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct dc_blk fresh = { .tgid = pid_tgid >> 32, .tid = (__u32)pid_tgid };
-	if (current_place(fresh.tgid, fresh.tid, &fresh.id, &fresh.parent, &fresh.level))
+	if (current_place(fresh.tgid, fresh.tid, &fresh.id, &fresh.parent, &fresh.level)) {
+		bpf_map_delete_elem(&blk_inflight, &key);
 		return NULL;
-	fresh.queued = now;
+	}
+	fresh.queued = queued ? now : 0;
 	bpf_map_update_elem(&blk_inflight, &key, &fresh, BPF_ANY);
 	return bpf_map_lookup_elem(&blk_inflight, &key);
 }
@@ -110,20 +111,20 @@ static __always_inline struct dc_blk *blk_track(struct request *rq, __u64 now)
 SEC("tp_btf/block_rq_insert")
 int BPF_PROG(dc_blk_insert, struct request *rq)
 {
-	blk_track(rq, bpf_ktime_get_ns());
+	blk_track(rq, bpf_ktime_get_ns(), 1);
 	return 0;
 }
 
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(dc_blk_issue, struct request *rq)
 {
-	__u64 now = bpf_ktime_get_ns();
-	struct dc_blk *b = blk_track(rq, now);
-	if (!b) /* not inserted by a traced thread, nor issued by one */
-		return 0;
-	if (b->queued == now)
-		b->queued = 0; /* issued directly, never queued */
-	b->issued = now;
+	__u64 now = bpf_ktime_get_ns(), key = (__u64)rq;
+	struct dc_blk *b = bpf_map_lookup_elem(&blk_inflight, &key);
+	/* queued by a traced thread and not issued yet: that entry; else a direct issue */
+	if (!b || b->issued)
+		b = blk_track(rq, now, 0);
+	if (b)
+		b->issued = now;
 	return 0;
 }
 
@@ -157,8 +158,21 @@ int BPF_PROG(dc_blk_complete, struct request *rq, blk_status_t error, unsigned i
 		b->queued && b->issued ? b->issued - b->queued : 0,
 		error,
 	};
-	emit_record(cookie_block, b->tgid, b->tid, b->id, b->parent, b->level, issued,
-		    now - issued, args);
+	/* nested in the call that issued it only if that call is still open on its thread
+	 * (a synchronous request: O_DIRECT, fsync); readahead and writeback complete later */
+	__u64 parent = 0;
+	__u32 level = 1, tid = b->tid;
+	struct dc_stack *st = bpf_map_lookup_elem(&stacks, &tid);
+	if (st && b->parent) {
+		for (int i = 0; i < DC_MAX_DEPTH; i++) {
+			if (i < st->depth && st->f[i].id == b->parent) {
+				parent = b->parent;
+				level = b->level;
+			}
+		}
+	}
+	emit_record(cookie_block, b->tgid, b->tid, b->id, parent, level, issued, now - issued,
+		    args, b->parent && !parent ? DC_F_ASYNC : 0);
 	bpf_map_delete_elem(&blk_inflight, &key);
 	return 0;
 }

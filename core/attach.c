@@ -158,7 +158,8 @@ static uint64_t cookie_of(const struct dc_probe *p, unsigned idx)
 			break;
 		}
 	}
-	return DC_COOKIE(idx, path, iov, iovcnt);
+	return DC_COOKIE(idx, path, iov, iovcnt) |
+	       (p->func->effect == DC_FX_OPEN ? DC_COOKIE_OPENS : 0);
 }
 
 /* Attaches probes [from, to) that live in one library with two uprobe_multi links.

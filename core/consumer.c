@@ -140,8 +140,11 @@ static void apply_effect(struct dc_proc_files *pf, const struct dc_func *f,
 	switch (f->effect) {
 	case DC_FX_OPEN:
 		dc_files_set_fd(pf, ret, path);
-		if (path && want_inodes)
-			dc_files_note_inode(path); /* for page cache events, which know the inode */
+		/* for page cache and VFS events, which know only the inode */
+		if (path && e->ino)
+			dc_files_set_inode(e->dev, e->ino, path);
+		else if (path && want_inodes)
+			dc_files_note_inode(path);
 		break;
 	case DC_FX_CLOSE:
 		dc_files_set_fd(pf, fd, NULL);
@@ -263,8 +266,13 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 	int64_t ret = f->ret_kind == DC_RET_INT ? (int)e->ret : e->ret;
 	if (pr->layer->mechanism == DC_MECH_TRACEPOINT) {
 		/* a kernel event, not a call: no return value */
-	} else if (e->flags & DC_F_UNFINISHED) {
-		/* the thread exited inside the call: it never returned */
+		if (e->flags & DC_F_ASYNC)
+			dc_rec_int(r, "async", 1);
+	} else if ((e->flags & DC_F_UNFINISHED) ||
+		   (pr->layer->mechanism != DC_MECH_UPROBE && ret <= -512 && ret >= -516)) {
+		/* the thread exited inside the call, or (ERESTARTSYS..ERESTART_RESTARTBLOCK,
+		 * kernel-internal, include/linux/errno.h) a signal interrupted the system call,
+		 * which is restarted as a new call or never returns (killed) */
 		dc_rec_int(r, "unfinished", 1);
 	} else if ((pr->layer->mechanism == DC_MECH_SYSCALL ||
 		    pr->layer->mechanism == DC_MECH_KERNEL) && ret < 0 && ret >= -4095) {
@@ -290,7 +298,9 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		const char *k = dc_rec_keep(r, r->path, strlen(r->path));
 		r->path = k;
 	}
-	if (f->effect != DC_FX_NONE && !(e->flags & DC_F_UNFINISHED) && call_ok(f, ret))
+	int finished = !(e->flags & DC_F_UNFINISHED) &&
+		       !(pr->layer->mechanism != DC_MECH_UPROBE && ret <= -512 && ret >= -516);
+	if (f->effect != DC_FX_NONE && finished && call_ok(f, ret))
 		apply_effect(pf, f, e, ret, r->path, fdi, c->want_inodes);
 	if (pr->hidden)
 		return;

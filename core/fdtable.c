@@ -119,8 +119,12 @@ static size_t inode_slot(struct inode_entry *t, size_t cap, uint64_t dev, uint64
 void dc_files_note_inode(const char *abs)
 {
 	struct stat st;
-	if (abs[0] != '/' || stat(abs, &st) != 0)
-		return;
+	if (abs[0] == '/' && stat(abs, &st) == 0)
+		dc_files_set_inode(st.st_dev, st.st_ino, abs);
+}
+
+void dc_files_set_inode(uint64_t dev, uint64_t ino, const char *abs)
+{
 	if ((ninodes + 1) * 2 > capinodes) {
 		size_t cap = capinodes ? capinodes * 2 : 1024;
 		struct inode_entry *t = calloc(cap, sizeof(*t));
@@ -133,14 +137,14 @@ void dc_files_note_inode(const char *abs)
 		inodes = t;
 		capinodes = cap;
 	}
-	struct inode_entry *e = &inodes[inode_slot(inodes, capinodes, st.st_dev, st.st_ino)];
+	struct inode_entry *e = &inodes[inode_slot(inodes, capinodes, dev, ino)];
 	if (e->path && !strcmp(e->path, abs))
 		return;
 	char *c = xstrdup(abs);
 	if (!e->path)
 		ninodes++;
 	free(e->path);
-	*e = (struct inode_entry){ .dev = st.st_dev, .ino = st.st_ino, .path = c };
+	*e = (struct inode_entry){ .dev = dev, .ino = ino, .path = c };
 }
 
 const char *dc_files_inode(uint64_t dev, uint64_t ino)

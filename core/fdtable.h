@@ -34,6 +34,8 @@ const char *dc_files_dir(const struct dc_proc_files *p, uint64_t dirp);
 /* (st_dev, st_ino) -> the path it was last opened by (any process), for kernel events
  * that only know the inode (page cache). dc_files_note_inode stat(2)s abs now. */
 void dc_files_note_inode(const char *abs);
+/* The same with the inode known (read by BPF when the open returned). */
+void dc_files_set_inode(uint64_t dev, uint64_t ino, const char *abs);
 const char *dc_files_inode(uint64_t dev, uint64_t ino);
 
 /* Makes `path` absolute: relative paths are joined to the path of dirfd (AT_FDCWD = -100

@@ -1072,20 +1072,22 @@ struct layer {
 	int ok;
 };
 
+/* Which layers this kernel allows, by the programs datacrumbs loads for them: uprobe
+ * layers need uprobes and attach cookies (bpf/uprobe.bpf.c), the syscall, page cache and
+ * block layers tp_btf programs (bpf/syscall.bpf.c, kernel.bpf.c: BTF and raw tracepoints
+ * with BTF), VFS fentry or kprobes (bpf/vfs.bpf.c). Every layer also needs the ring
+ * buffer and the process-tracking tp_btf programs. */
 static void layers(const struct dc_features *f, struct layer l[4])
 {
+	int common = both(yes(f, DC_FEAT_RINGBUF), both(yes(f, DC_FEAT_TP_BTF), yes(f, DC_FEAT_BTF)));
 	l[0] = (struct layer){ "posix_stdio_mpiio", "POSIX, STDIO, MPI-IO",
-			       "uprobe and attach_cookie",
-			       both(yes(f, DC_FEAT_UPROBE), yes(f, DC_FEAT_ATTACH_COOKIE)) };
-	l[1] = (struct layer){ "syscalls", "syscalls", "tracepoint or raw_tracepoint",
-			       either(yes(f, DC_FEAT_TRACEPOINT), yes(f, DC_FEAT_RAW_TRACEPOINT)) };
-	l[2] = (struct layer){ "vfs", "VFS", "fentry or kprobe",
-			       either(yes(f, DC_FEAT_FENTRY), yes(f, DC_FEAT_KPROBE)) };
-	l[3] = (struct layer){ "page_cache_block", "page cache, block",
-			       "tracepoint, raw_tracepoint or tp_btf",
-			       either(either(yes(f, DC_FEAT_TRACEPOINT),
-					     yes(f, DC_FEAT_RAW_TRACEPOINT)),
-				      yes(f, DC_FEAT_TP_BTF)) };
+			       "uprobe, attach_cookie, tp_btf",
+			       both(common, both(yes(f, DC_FEAT_UPROBE),
+						 yes(f, DC_FEAT_ATTACH_COOKIE))) };
+	l[1] = (struct layer){ "syscalls", "syscalls", "tp_btf", common };
+	l[2] = (struct layer){ "vfs", "VFS", "fentry or kprobe, tp_btf",
+			       both(common, either(yes(f, DC_FEAT_FENTRY), yes(f, DC_FEAT_KPROBE))) };
+	l[3] = (struct layer){ "page_cache_block", "page cache, block", "tp_btf", common };
 }
 
 static const char not_root_msg[] =

@@ -115,6 +115,28 @@ under_fsync = sum(e["args"]["size"] for e in blk if e["pid"] == dds[0]
                   and e["args"]["op"] == REQ_OP_WRITE and (e["pid"], e["args"]["p_idx"]) in fs)
 check(under_fsync >= 16 * 65536, "the fsync'd data was written under fsync: %d bytes" % under_fsync)
 
+# 2b. every block request nested in a call lies within it; the others are async
+for e in blk:
+    if e["args"]["p_idx"] != -1:
+        par = [x for x in events if x.get("ph") == "X" and x["pid"] == e["pid"]
+               and x["id"] == e["args"]["p_idx"]]
+        check(par and par[0]["ts"] <= e["ts"] and e["ts"] + e["dur"] <= par[0]["ts"] + par[0]["dur"] + 1,
+              "block_rq %d lies within its parent %r" % (e["id"], par and par[0]["name"]))
+        check("async" not in e["args"], "a nested block_rq is not async")
+    else:
+        check(e["args"].get("async", 1) == 1, "an outermost block_rq is async or had no call")
+
+# 2c. a short-lived file (written, renamed, removed before the tracer reads the events)
+# keeps its path on its page cache events: the inode is read when the open returns
+d, data = traced("tmp")
+events = run(d, data, "io_pagecache.lua",
+             "dd if=/dev/zero of=DATA/t.tmp bs=4k count=8 status=none; mv DATA/t.tmp DATA/t.fin;"
+             " rm DATA/t.fin")
+tmp = os.path.join(data, "t.tmp")
+adds = [e for e in dctest.calls(events, "PAGE_CACHE") if e["name"] == "mm_filemap_add_to_page_cache"
+        and e["path"] == tmp]
+equal(sum(e["args"]["pages"] for e in adds), 8, "pages of t.tmp added while dd wrote it, by path")
+
 # 3. io_kernel.lua: all three layers together pass the checker
 d, data = traced("all")
 events = run(d, data, "io_kernel.lua", "dd if=/dev/zero of=DATA/c bs=64k count=4 conv=fsync status=none")

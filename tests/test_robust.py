@@ -5,6 +5,7 @@ second, and a traced program that signals its parent."""
 import os
 import re
 import select
+import time
 import subprocess
 import sys
 
@@ -122,5 +123,36 @@ t = dctest.find_trace(d)
 dctest.check_pfw(t)
 events, _, _ = dctest.read_trace(t)
 check(any(e["path"] == data for e in dctest.calls(events)), "usr1: the write after the signal is traced")
+# 5. a system call a signal kills the program in is unfinished, not an error (the kernel
+# returns ERESTARTSYS, which no program ever sees)
+d = dctest.workdir("robust-restart")
+data = os.path.join(d, "f")
+sysonly = os.path.join(d, "sys.lua")
+with open(sysonly, "w") as f:
+    f.write('local dc = require "datacrumbs"\ndc.probe { layer = "syscalls", functions = '
+            '{ "sys_read", "sys_write", "sys_openat", "sys_close" } }\n')
+hold_r, hold_w = os.pipe()
+p = subprocess.Popen([DC, "run", "-o", d, sysonly, "--", os.environ["PROG_WAIT"], "before", data, "10"],
+                     stdin=hold_r, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+os.close(hold_r)
+ready = readline(p.stdout)
+check(ready.startswith("ready"), "restart: the command says ready")
+# wait until it is blocked in read(2) (syscall 0 in /proc/PID/syscall), a bounded poll
+cmd_pid, deadline = int(ready.split()[1]), time.monotonic() + SAFETY
+while time.monotonic() < deadline:
+    with open("/proc/%d/syscall" % cmd_pid) as f:
+        if f.read().startswith("0 "):
+            break
+p.send_signal(15)
+p.communicate(timeout=SAFETY)
+os.close(hold_w)
+equal(p.returncode, 143, "restart: exit status")
+t = dctest.find_trace(d)
+dctest.check_pfw(t)
+events, _, _ = dctest.read_trace(t)
+reads = [e for e in dctest.calls(events, "SYSCALL") if e["name"] == "sys_read" and e["args"].get("fd") == 0]
+equal([(e["args"].get("unfinished"), "ret" in e["args"], "errno" in e["args"]) for e in reads],
+      [(1, False, False)], "restart: the read(0) the signal ended is unfinished")
+
 equal(dctest.orphan_links(), [], "nothing left attached")
 dctest.finish()
