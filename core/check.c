@@ -13,7 +13,7 @@
 #include "elfsym.h"
 #include "kmech.h"
 #include "lua_api.h"
-#include "syscalls.h"
+#include "resolve.h"
 
 static const char check_help[] =
 "usage: datacrumbs check SCRIPT [SCRIPT-ARGS] [-- CMD [ARGS...]]\n"
@@ -70,29 +70,6 @@ static int add(struct check *c, const char *cat, const char *where, uint64_t off
 	return 0;
 }
 
-/* A syscall or tracepoint layer: numbers / built-in programs by name. */
-static int check_kernel(struct check *c, const struct dc_probe_req *r)
-{
-	const struct dc_layer *l = r->layer;
-	struct dc_req_iter it = { .r = r };
-	const struct dc_func *f;
-	int hidden;
-	while ((f = dc_req_next(&it, &hidden))) {
-		int sys = l->mechanism == DC_MECH_SYSCALL;
-		int nr = sys ? dc_syscall_nr(f->name) : dc_bpf_tracepoint(f->name);
-		if (nr < 0) {
-			if (!hidden)
-				fprintf(stderr, "datacrumbs: warning: %s is not %s (%s:%d): not "
-					"traced\n", f->name, sys ? "a syscall on this architecture"
-					: "a tracepoint probe datacrumbs has", l->path, f->line);
-			continue;
-		}
-		if (add(c, l->name, sys ? "[syscall]" : "[tracepoint]", nr, hidden))
-			return -1;
-	}
-	return 0;
-}
-
 /* A kernel-function layer: a program in bpf/vfs.bpf.c and the function in this kernel's
  * BTF or kallsyms (whether fentry or kprobes are allowed is decided by a run). */
 static int check_kfuncs(struct check *c, const struct dc_probe_req *r)
@@ -114,55 +91,10 @@ static int check_kfuncs(struct check *c, const struct dc_probe_req *r)
 	return 0;
 }
 
-/* A uprobe layer: the library `binary` loads and each function's offset in it. */
-static int check_uprobes(struct check *c, const struct dc_probe_req *r, const char *binary,
-			 char *err, size_t errlen)
+/* dc_resolve_fn: counts one resolved function. */
+static int add_resolved(const struct dc_resolved *p, void *arg)
 {
-	const struct dc_layer *l = r->layer;
-	char lib[PATH_MAX];
-	int found = dc_elf_find_library(binary, l->library, lib, sizeof(lib), err, errlen);
-	if (found < 0)
-		return -1;
-	if (found == 1) {
-		char e2[256];
-		found = dc_elf_find_library("/bin/sh", l->library, lib, sizeof(lib), e2, sizeof(e2));
-		if (found == 0)
-			fprintf(stderr, "datacrumbs: warning: %s does not load %s (a static "
-				"binary): layer %s is traced in the programs it runs that load "
-				"%s\n", binary, l->library, l->name, lib);
-	}
-	if (found != 0) {
-		fprintf(stderr, "datacrumbs: warning: %s does not load %s (a static binary?): "
-			"layer %s is not traced\n", binary, l->library, l->name);
-		return 0;
-	}
-	struct dc_elf_syms *syms = dc_elf_syms_open(lib, err, errlen);
-	if (!syms)
-		return -1;
-	int hidden, found_any = 0;
-	struct dc_req_iter it = { .r = r };
-	const struct dc_func *f;
-	while ((f = dc_req_next(&it, &hidden))) {
-		const char *sym = f->symbol[0] ? f->symbol : f->name;
-		uint64_t off = dc_elf_sym_offset(syms, sym);
-		if (!off) {
-			if (!hidden && !l->hint[0])
-				fprintf(stderr, "datacrumbs: warning: %s is not exported by %s "
-					"(%s:%d): not traced\n", sym, lib, l->path, f->line);
-			continue;
-		}
-		found_any = 1;
-		if (add(c, l->name, lib, off, hidden)) {
-			dc_elf_syms_close(syms);
-			snprintf(err, errlen, "out of memory");
-			return -1;
-		}
-	}
-	if (l->hint[0] && !found_any)
-		fprintf(stderr, "datacrumbs: warning: none of %s's functions is in %s: %s\n",
-			l->path, lib, l->hint);
-	dc_elf_syms_close(syms);
-	return 0;
+	return add(arg, p->layer->name, p->where, p->offset, p->hidden) ? 1 : 0;
 }
 
 /* What the summary calls a probe's place: a library's file name, or the mechanism. */
@@ -307,19 +239,12 @@ int dc_check_main(int argc, char **argv)
 		for (int j = 0; j < i && !again; j++)
 			again = reqs[j].layer == r->layer;
 		nlayers += !again;
-		int e;
+		int e, bad;
 		err[0] = 0;
-		switch (r->layer->mechanism) {
-		case DC_MECH_UPROBE:
-			e = check_uprobes(&c, r, binary, err, sizeof(err));
-			break;
-		case DC_MECH_KERNEL:
+		if (r->layer->mechanism == DC_MECH_KERNEL)
 			e = check_kfuncs(&c, r);
-			break;
-		default:
-			e = check_kernel(&c, r);
-			break;
-		}
+		else
+			e = dc_resolve_req(r, binary, 0, add_resolved, &c, &bad, err, sizeof(err));
 		if (e) {
 			if (!err[0])
 				snprintf(err, sizeof(err), "out of memory");

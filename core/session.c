@@ -25,7 +25,7 @@
 #include "elfsym.h"
 #include "kmech.h"
 #include "lua_api.h"
-#include "syscalls.h"
+#include "resolve.h"
 #include "writer.h"
 
 struct session {
@@ -133,61 +133,6 @@ static int output_path(const struct dc_opts *o, const char *exec, const char *ho
 	return 0;
 }
 
-/* The file of the library named by prefix that process pid has mapped (/proc/PID/maps). */
-static int mapped_library(int pid, const char *prefix, char *out, size_t outlen)
-{
-	char path[64], line[PATH_MAX + 128];
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return -1;
-	int found = -1;
-	while (found && fgets(line, sizeof(line), f)) {
-		char *file = strchr(line, '/');
-		if (!file)
-			continue;
-		file[strcspn(file, "\n")] = 0;
-		const char *base = strrchr(file, '/') + 1;
-		if (!strncmp(base, prefix, strlen(prefix))) {
-			snprintf(out, outlen, "/proc/%d/root%s", pid, file);
-			found = 0;
-		}
-	}
-	fclose(f);
-	return found;
-}
-
-/* Adds the probes of request r on a kernel layer (`mechanism: syscall`: the syscall
- * tracepoints by syscall number; `tracepoint`: the built-in programs by name): the asked
- * functions, then hidden the ones that change fds or the cwd. Returns the number of
- * visible probes, or -1 with err. */
-static int add_kernel_probes(struct session *s, const struct dc_probe_req *r, char *err,
-			     size_t errlen)
-{
-	const struct dc_layer *l = r->layer;
-	int total = 0, hidden;
-	struct dc_req_iter it = { .r = r };
-	const struct dc_func *f;
-	while ((f = dc_req_next(&it, &hidden))) {
-		int sys = l->mechanism == DC_MECH_SYSCALL;
-		int nr = sys ? dc_syscall_nr(f->name) : dc_bpf_tracepoint(f->name);
-		if (nr < 0) {
-			if (!hidden)
-				fprintf(stderr, "datacrumbs: warning: %s is not %s (%s:%d): not "
-					"traced\n", f->name, sys ? "a syscall on this architecture"
-					: "a tracepoint probe datacrumbs has", l->path, f->line);
-			continue;
-		}
-		if (dc_bpf_add_probe(s->bpf, l, f, sys ? "[syscall]" : "[tracepoint]", nr,
-				     hidden) < 0) {
-			snprintf(err, errlen, "too many probes");
-			return -1;
-		}
-		total += !hidden;
-	}
-	return total;
-}
-
 /* Adds the probes of request r on a kernel-function layer (`mechanism: kernel`, e.g. VFS):
  * each function by fentry/fexit where this kernel allows fentry and has the function's
  * BTF, else by kprobe/kretprobe where kprobes work and kallsyms has it (dc_kmech_choose);
@@ -233,6 +178,21 @@ static int add_kfunc_probes(struct session *s, const struct dc_probe_req *r, cha
  * offset) in the library `binary` loads (or -p's process has mapped), kernel layers by
  * their mechanism. Functions that cannot be reached get a warning. Returns the number of
  * probes, or -1 with err. */
+struct add_ctx {
+	struct session *s;
+	int visible;
+};
+
+/* dc_resolve_fn: adds one resolved function to the probe table. */
+static int add_resolved(const struct dc_resolved *p, void *arg)
+{
+	struct add_ctx *c = arg;
+	if (dc_bpf_add_probe(c->s->bpf, p->layer, p->func, p->where, p->offset, p->hidden) < 0)
+		return 1;
+	c->visible += !p->hidden;
+	return 0;
+}
+
 static int resolve_probes(struct session *s, const char *binary, char *err, size_t errlen)
 {
 	int nreq, total = 0;
@@ -252,65 +212,17 @@ static int resolve_probes(struct session *s, const char *binary, char *err, size
 			total += n;
 			continue;
 		}
-		if (l->mechanism != DC_MECH_UPROBE) {
-			int n = add_kernel_probes(s, r, err, errlen);
-			if (n < 0)
-				return -1;
-			total += n;
-			continue;
-		}
-		char lib[PATH_MAX];
-		int found = s->started
-			? dc_elf_find_library(binary, l->library, lib, sizeof(lib), err, errlen)
-			: (mapped_library(s->o->pid, l->library, lib, sizeof(lib)) ? 1 : 0);
-		if (found < 0) {
-			/* what stops us reading CMD stops the kernel or ld.so running it too */
-			s->cmd_bad = s->started;
-			return -1;
-		}
-		if (found == 1 && s->started) {
-			/* a static command (a launcher) may still exec dynamic programs: probe the
-			 * system's library, the one /bin/sh loads */
-			char e2[256];
-			found = dc_elf_find_library("/bin/sh", l->library, lib, sizeof(lib), e2,
-						    sizeof(e2));
-			if (found == 0)
-				fprintf(stderr, "datacrumbs: warning: %s does not load %s (a static "
-					"binary): layer %s is traced in the programs it runs that load "
-					"%s\n", binary, l->library, l->name, lib);
-		}
-		if (found != 0) {
-			fprintf(stderr, "datacrumbs: warning: %s does not load %s (a static binary?): "
-				"layer %s is not traced\n", binary, l->library, l->name);
-			continue;
-		}
-		struct dc_elf_syms *syms = dc_elf_syms_open(lib, err, errlen);
-		if (!syms)
-			return -1;
-		int hidden, found_any = 0;
-		struct dc_req_iter it = { .r = r };
-		const struct dc_func *f;
-		while ((f = dc_req_next(&it, &hidden))) {
-			const char *sym = f->symbol[0] ? f->symbol : f->name;
-			uint64_t off = dc_elf_sym_offset(syms, sym);
-			if (!off) {
-				if (!hidden && !l->hint[0])
-					fprintf(stderr, "datacrumbs: warning: %s is not exported by %s "
-						"(%s:%d): not traced\n", sym, lib, l->path, f->line);
-				continue;
-			}
-			found_any = 1;
-			if (dc_bpf_add_probe(s->bpf, l, f, lib, off, hidden) < 0) {
+		struct add_ctx ctx = { s, 0 };
+		int bad;
+		int e = dc_resolve_req(r, binary, s->started ? 0 : s->o->pid, add_resolved, &ctx,
+				       &bad, err, errlen);
+		if (e) {
+			s->cmd_bad = bad && s->started;
+			if (e > 0)
 				snprintf(err, errlen, "too many probes");
-				dc_elf_syms_close(syms);
-				return -1;
-			}
-			total += !hidden;
+			return -1;
 		}
-		if (l->hint[0] && !found_any)
-			fprintf(stderr, "datacrumbs: warning: none of %s's functions is in %s: %s\n",
-				l->path, lib, l->hint);
-		dc_elf_syms_close(syms);
+		total += ctx.visible;
 	}
 	return total;
 }

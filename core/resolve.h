@@ -1,0 +1,32 @@
+/* resolve.h: what each function of a probe request stands for on this machine: a (library
+ * file, offset) for uprobe layers, a syscall number or built-in tracepoint for the others. */
+#ifndef DC_RESOLVE_H
+#define DC_RESOLVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "lua_api.h"
+
+/* One resolved function, handed to the caller (run attaches it, check counts it). */
+struct dc_resolved {
+	const struct dc_layer *layer;
+	const struct dc_func *func;
+	const char *where;   /* the library's path, or "[syscall]", "[tracepoint]" */
+	uint64_t offset;     /* file offset, syscall number or tracepoint index */
+	int hidden;          /* only kept for the fd tables (dc_req_next) */
+};
+
+/* Called per resolved function; non-zero stops the walk and is returned. */
+typedef int (*dc_resolve_fn)(const struct dc_resolved *p, void *arg);
+
+/* Resolves request r (not a `mechanism: kernel` layer) and calls fn for each function
+ * found. Uprobe layers: the library `binary` loads, found as ld.so(8) does; a static
+ * binary gets the system's (the one /bin/sh loads), for the programs it runs; with pid > 0
+ * the library that process has mapped (/proc/PID/maps). Functions that cannot be found
+ * get a one-line warning on stderr (one for the whole layer when it has a `hint:`).
+ * Returns 0; or -1 with err, and *bad_binary set when binary itself cannot be read (the
+ * command could not run either). */
+int dc_resolve_req(const struct dc_probe_req *r, const char *binary, int pid,
+		   dc_resolve_fn fn, void *arg, int *bad_binary, char *err, size_t errlen);
+
+#endif
