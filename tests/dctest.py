@@ -15,6 +15,11 @@ TEST_OUT = os.environ.get("TEST_OUT", tempfile.gettempdir())
 passed = 0
 failed = 0
 
+# ts and dur are written in whole microseconds, each rounded down from nanoseconds: a call
+# that ends inside its parent can appear to end up to 2 us after it (floor(a) + floor(d)
+# vs floor(pa) + floor(pd), each floor losing < 1 us)
+US_ROUNDING = 2
+
 
 def need_root():
     """Exit 77 (ctest SKIP) with a loud message when BPF cannot be used."""

@@ -120,7 +120,7 @@ for e in blk:
     if e["args"]["p_idx"] != -1:
         par = [x for x in events if x.get("ph") == "X" and x["pid"] == e["pid"]
                and x["id"] == e["args"]["p_idx"]]
-        check(par and par[0]["ts"] <= e["ts"] and e["ts"] + e["dur"] <= par[0]["ts"] + par[0]["dur"] + 1,
+        check(par and par[0]["ts"] <= e["ts"] and e["ts"] + e["dur"] <= par[0]["ts"] + par[0]["dur"] + dctest.US_ROUNDING,
               "block_rq %d lies within its parent %r" % (e["id"], par and par[0]["name"]))
         check("async" not in e["args"], "a nested block_rq is not async")
     else:

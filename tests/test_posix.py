@@ -106,7 +106,7 @@ if "stat" in by_name and "fstatat" in by_name:
     st, fs = by_name["stat"][0], by_name["fstatat"][0]
     equal((fs["args"]["level"], fs["args"]["p_idx"]), (2, st["id"]), "fstatat nests under stat")
     equal((st["args"]["level"], st["args"]["p_idx"]), (1, -1), "stat is outermost")
-    check(st["ts"] <= fs["ts"] and fs["ts"] + fs["dur"] <= st["ts"] + st["dur"] + 1,
+    check(st["ts"] <= fs["ts"] and fs["ts"] + fs["dur"] <= st["ts"] + st["dur"] + dctest.US_ROUNDING,
           "fstatat lies within stat in time")
 for e in main:
     if e["name"] != "fstatat":

@@ -101,7 +101,7 @@ for e in sys_on_data:
     parent = byid.get((e["pid"], e["args"]["p_idx"]))
     ok = parent is not None and posix_of.get(parent["name"]) == e["name"] \
         and e["args"]["level"] == parent["args"]["level"] + 1 \
-        and parent["ts"] <= e["ts"] and e["ts"] + e["dur"] <= parent["ts"] + parent["dur"] + 1
+        and parent["ts"] <= e["ts"] and e["ts"] + e["dur"] <= parent["ts"] + parent["dur"] + dctest.US_ROUNDING
     check(ok, "%s (id %d) nests under its POSIX call: parent %r" % (
         e["name"], e["id"], parent and (parent["name"], parent["args"]["level"])))
 # one syscall per POSIX data call, with the same bytes
