@@ -1,4 +1,5 @@
--- io_block.lua: the BLOCK layer and the syscalls that caused it: every block request the
+-- io_block.lua: block requests the command issued, under the syscalls that issued them.
+-- The BLOCK layer and the syscalls that caused it: every block request the
 -- command issued (device, sector, bytes, op, queue and device time), nested under the
 -- syscall (write, fsync, ...) that issued it (probes/block.yaml).
 local dc = require "datacrumbs"

@@ -1,4 +1,5 @@
--- io_kernel.lua: what the kernel did for the command's I/O: syscalls, page cache
+-- io_kernel.lua: what the kernel did for the command's I/O: syscalls, page cache, block.
+-- What the kernel did for the command's I/O: syscalls, page cache
 -- (misses, lookups, evictions) and block requests, nested by thread.
 --
 -- Options (after the script name):

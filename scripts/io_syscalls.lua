@@ -1,4 +1,5 @@
--- io_syscalls.lua: the SYSCALL layer: the file I/O system calls of the command and its
+-- io_syscalls.lua: the file I/O system calls of the command (SYSCALL layer).
+-- The SYSCALL layer: the file I/O system calls of the command and its
 -- children, from the raw_syscalls tracepoints (probes/syscalls.yaml). Sees I/O that
 -- bypasses libc (static binaries, raw syscall(2)) and costs far less than a uprobe.
 --
