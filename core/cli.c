@@ -59,7 +59,8 @@ static const char run_help[] =
 "  -q, --quiet              no summary line at the end\n"
 "  -h, --help               this text\n"
 "\n"
-"Other arguments after SCRIPT are the script's own (the Lua global `arg`).\n"
+"Other arguments after SCRIPT are the script's own (the Lua global `arg`);\n"
+"'datacrumbs run SCRIPT --help' shows the script's options.\n"
 "exit status: CMD's; 125 when datacrumbs itself fails; 2 on a usage error.\n";
 
 static int usage_error(const char *fmt, const char *what)
@@ -131,7 +132,10 @@ int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
 		const char *eq = a[0] == '-' && a[1] == '-' ? strchr(a, '=') : NULL;
 		size_t n = eq ? (size_t)(eq - a) : strlen(a);
 #define IS(s) (strlen(s) == n && !strncmp(a, s, n))
-		if (IS("-h") || IS("--help")) {
+		if ((IS("-h") || IS("--help")) && o->script) {
+			o->script_args[nsargs++] = a; /* the script's own --help */
+			o->script_help = 1;
+		} else if (IS("-h") || IS("--help")) {
 			fputs(run_help, stdout);
 			return 1;
 		} else if (IS("-o") || IS("--output")) {
@@ -177,7 +181,7 @@ int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
 	}
 	if (!o->script)
 		return usage_error("%s", "no SCRIPT given (e.g. io_posix.lua)");
-	if (!o->cmd && !o->pid)
+	if (!o->cmd && !o->pid && !o->script_help)
 		return usage_error("%s", "nothing to trace: give -- CMD [ARGS] or -p PID");
 	if (o->cmd && o->pid)
 		return usage_error("%s", "give either -- CMD or -p PID, not both");

@@ -15,6 +15,7 @@ struct dc_opts {
 	size_t ringbuf_bytes;     /* --buffer-size, bytes (power of two) */
 	unsigned flush_ms;        /* --flush-interval, ms between gzip members */
 	int quiet;                /* -q: no summary line */
+	int script_help;          /* SCRIPT --help: the script shows its options, nothing runs */
 };
 
 /* Parses `datacrumbs ARGS`. Returns 0 when o is ready for `run`; 1 when help or the

@@ -25,8 +25,10 @@ struct dc_script {
 	struct dc_layer **layers;   /* loaded probe descriptions, freed at the end */
 	int nlayers;
 	int event_ref;              /* LUA_NOREF: no callback */
+	int end_ref;                /* dc.on_end's function, LUA_NOREF: none */
 	unsigned long errors;
 	int started;                /* the script has run: dc.probe is closed */
+	int done, done_code;        /* dc.done was called, with this exit status */
 	const struct dc_run_info *info;
 };
 
@@ -255,6 +257,34 @@ static int l_no_exit(lua_State *L)
 			  "drop events in dc.on_event)");
 }
 
+/* dc.on_end(fn): fn() is called once when the traced command has ended and every event
+ * has been handled, before the trace's end record: the place for a script's summary.
+ * A later call replaces fn. A Lua error in fn is reported and counted. */
+static int l_on_end(lua_State *L)
+{
+	struct dc_script *s = self(L);
+	luaL_checktype(L, 1, LUA_TFUNCTION);
+	luaL_unref(L, LUA_REGISTRYINDEX, s->end_ref);
+	lua_pushvalue(L, 1);
+	s->end_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	return 0;
+}
+
+/* dc.done(code): ends the run before anything is attached or started, with exit status
+ * `code` (an integer, default 0), e.g. after a script printed its --help. Only at the
+ * script's top level: raises an error in a callback. */
+static int l_done(lua_State *L)
+{
+	struct dc_script *s = self(L);
+	lua_Integer code = luaL_optinteger(L, 1, 0);
+	if (s->started)
+		return luaL_error(L, "done: only while the script loads (the run has started)");
+	s->done = 1;
+	s->done_code = (int)code;
+	lua_pushliteral(L, "datacrumbs: done");
+	return lua_error(L);
+}
+
 /* require "datacrumbs": the module table. */
 static int open_module(lua_State *L)
 {
@@ -262,6 +292,8 @@ static int open_module(lua_State *L)
 	static const luaL_Reg funcs[] = {
 		{ "probe", l_probe },
 		{ "on_event", l_on_event },
+		{ "done", l_done },
+		{ "on_end", l_on_end },
 		{ NULL, NULL },
 	};
 	luaL_newlibtable(L, funcs);
@@ -303,6 +335,7 @@ struct dc_script *dc_script_new(uv_loop_t *loop, const struct dc_run_info *info)
 	if (!s)
 		return NULL;
 	s->event_ref = LUA_NOREF;
+	s->end_ref = LUA_NOREF;
 	s->info = info;
 	s->L = luaL_newstate();
 	if (!s->L) {
@@ -380,7 +413,7 @@ int dc_script_run(struct dc_script *s, const char *path, char *err, size_t errle
 	if (luaL_loadfile(L, path) != LUA_OK || lua_pcall(L, 0, 0, -2) != LUA_OK) {
 		snprintf(err, errlen, "%s", lua_tostring(L, -1));
 		lua_settop(L, 0);
-		return -1;
+		return s->done ? 1 : -1;
 	}
 	lua_settop(L, 0);
 	return 0;
@@ -413,6 +446,11 @@ const struct dc_func *dc_req_next(struct dc_req_iter *it, int *hidden)
 		if (!*hidden || f->effect != DC_FX_NONE)
 			return f;
 	}
+}
+
+int dc_script_done(const struct dc_script *s)
+{
+	return s->done_code;
 }
 
 int dc_script_wants_events(const struct dc_script *s)
@@ -581,6 +619,20 @@ int dc_script_event(struct dc_script *s, struct dc_record *r)
 	}
 	lua_settop(L, 0);
 	return 1;
+}
+
+void dc_script_end(struct dc_script *s)
+{
+	lua_State *L = s->L;
+	if (s->end_ref == LUA_NOREF)
+		return;
+	lua_pushcfunction(L, on_error);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, s->end_ref);
+	if (lua_pcall(L, 0, 0, -2) != LUA_OK) {
+		s->errors++;
+		fprintf(stderr, "datacrumbs: error in the end callback: %s\n", lua_tostring(L, -1));
+	}
+	lua_settop(L, 0);
 }
 
 unsigned long dc_script_errors(const struct dc_script *s)

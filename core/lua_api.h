@@ -36,9 +36,13 @@ struct dc_script *dc_script_new(uv_loop_t *loop, const struct dc_run_info *info)
  * Returns 0 with the path in out, -1 when not found (err says where it looked). */
 int dc_script_find(const char *name, char *out, size_t outlen, char *err, size_t errlen);
 
-/* Loads and runs the script file. Returns 0, or -1 with "file:line: message" in err
+/* Loads and runs the script file. Returns 0; 1 when the script ended the run with
+ * dc.done (its exit status: dc_script_done); or -1 with "file:line: message" in err
  * (syntax error, run-time error, a bad dc.probe call). */
 int dc_script_run(struct dc_script *s, const char *path, char *err, size_t errlen);
+
+/* The exit status the script gave dc.done. */
+int dc_script_done(const struct dc_script *s);
 
 /* The probe requests made while the script ran; from here on dc.probe raises an error
  * (the probes are attached once). */
@@ -64,6 +68,9 @@ int dc_script_wants_events(const struct dc_script *s);
  * keep, 0 to drop. A Lua error keeps the event unchanged, is counted and reported on
  * stderr the first time with file:line. */
 int dc_script_event(struct dc_script *s, struct dc_record *r);
+
+/* Calls the script's dc.on_end function, if any (errors reported and counted). */
+void dc_script_end(struct dc_script *s);
 
 /* Number of callback errors so far. */
 unsigned long dc_script_errors(const struct dc_script *s);

@@ -527,10 +527,6 @@ int dc_session_run(const struct dc_opts *o)
 		fail(err);
 		return DC_EXIT_FAIL;
 	}
-	if (check_privileges(err, sizeof(err))) {
-		fail(err);
-		return DC_EXIT_FAIL;
-	}
 	if (uv_loop_init(&s->loop)) {
 		fail("cannot create the event loop");
 		return DC_EXIT_FAIL;
@@ -542,8 +538,24 @@ int dc_session_run(const struct dc_opts *o)
 		fail("cannot create the Lua state: out of memory");
 		goto out;
 	}
-	if (dc_script_find(o->script, script_path, sizeof(script_path), err, sizeof(err)) ||
-	    dc_script_run(s->script, script_path, err, sizeof(err))) {
+	int ran = dc_script_find(o->script, script_path, sizeof(script_path), err, sizeof(err));
+	if (!ran)
+		ran = dc_script_run(s->script, script_path, err, sizeof(err));
+	if (ran == 1) {         /* the script ended the run itself (dc.done: its --help) */
+		rc = dc_script_done(s->script);
+		goto out;
+	}
+	if (ran) {
+		fail(err);
+		goto out;
+	}
+	if (!o->cmd && !o->pid) {
+		snprintf(err, sizeof(err), "%s --help did not end the run: nothing to trace (give "
+			 "-- CMD [ARGS] or -p PID)", o->script);
+		fail(err);
+		goto out;
+	}
+	if (check_privileges(err, sizeof(err))) { /* after the script: its --help needs none */
 		fail(err);
 		goto out;
 	}
@@ -695,6 +707,7 @@ int dc_session_run(const struct dc_opts *o)
 	}
 	uv_run(&s->loop, UV_RUN_DEFAULT);
 	drain(s);
+	dc_script_end(s->script); /* the script's summary, before the end record */
 	if (s->started) {
 		rc = WIFEXITED(s->status) ? WEXITSTATUS(s->status)
 		   : WIFSIGNALED(s->status) ? 128 + WTERMSIG(s->status) : DC_EXIT_FAIL;

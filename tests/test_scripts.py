@@ -1,0 +1,75 @@
+"""test_scripts.py: the shipped analysis scripts and their options: slow_io.lua (only calls
+over a threshold) and filetop.lua (bytes and calls per file); `run SCRIPT --help`."""
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+import dctest  # noqa: E402
+from dctest import check, equal  # noqa: E402
+
+dctest.need_root()
+
+
+def run(name, args, cmd):
+    d = dctest.workdir("scripts-" + name)
+    data = os.path.join(d, "f")
+    r = dctest.run_dc(["run", "-o", d] + args + ["--"] + [c.replace("DATA", data) for c in cmd])
+    t = [f for f in os.listdir(d) if f.endswith(".pfw.gz")]
+    events = []
+    if len(t) == 1:
+        dctest.check_pfw(os.path.join(d, t[0]))
+        events, _, _ = dctest.read_trace(os.path.join(d, t[0]))
+    end = [e for e in events if e.get("name") == "end" and e.get("cat") == "datacrumbs"]
+    return d, data, r, events, end[0]["args"] if end else {}
+
+
+DD = ["dd", "if=/dev/zero", "of=DATA", "bs=4k", "count=10", "status=none"]
+
+# --help: the script's options, exit 0, nothing traced, no root needed
+r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                    dctest.DATACRUMBS, "run", "slow_io.lua", "--help"], capture_output=True,
+                   text=True, env=dict(os.environ))
+equal(r.returncode, 0, "slow_io.lua --help as nobody: exit status (%s)" % r.stderr)
+check(r.stdout.startswith("usage: datacrumbs run slow_io.lua [OPTIONS] -- CMD [ARGS...]")
+      and "--threshold V" in r.stdout and "(default 10ms)" in r.stdout,
+      "slow_io.lua --help lists its options: %r" % r.stdout)
+r = dctest.run_dc(["run", "slow_io.lua", "--threshhold", "1ms", "--", "true"])
+equal((r.returncode, r.stderr.strip()), (125, "datacrumbs: slow_io.lua: unknown option "
+      "'--threshhold' (see: datacrumbs run slow_io.lua --help)"), "slow_io.lua: a misspelt option")
+r = dctest.run_dc(["run", "slow_io.lua", "--threshold", "fast", "--", "true"])
+equal((r.returncode, r.stderr.strip()), (125, "datacrumbs: 'fast' is not a duration (e.g. 500us, "
+      "10ms, 2s)"), "slow_io.lua: a bad duration")
+
+# slow_io.lua: nothing takes 1000 s; everything takes >= 0 us; a middle threshold splits
+d, data, r, events, end = run("slow-none", ["slow_io.lua", "--threshold", "1000s"], DD)
+equal(r.returncode, 0, "slow 1000s: exit status")
+equal((len(dctest.calls(events)), end.get("num_events")), (0, 0), "slow 1000s: no call kept")
+check(end.get("dropped", 0) >= 20, "slow 1000s: dd's calls were dropped: %r" % end)
+d, data, r, events, end = run("slow-all", ["slow_io.lua", "--threshold", "0us"], DD)
+equal(end.get("dropped"), 0, "slow 0us: nothing dropped")
+equal([(e["args"]["count"], e["args"]["ret"]) for e in dctest.calls(events)
+       if e["name"] == "write" and e["path"] == data], [(4096, 4096)] * 10, "slow 0us: dd's 10 writes kept")
+d, data, r, events, end = run("slow-mid", ["slow_io.lua", "--threshold=20us"], DD)
+kept = dctest.calls(events)
+check(all(e["dur"] >= 20 for e in kept), "slow 20us: every kept call took >= 20 us")
+equal(len(kept), end.get("num_events"), "slow 20us: num_events counts the kept calls")
+
+# filetop.lua: the end table has exactly dd's traffic; events are dropped unless --keep
+d, data, r, events, end = run("top", ["filetop.lua", "--interval", "10s"], DD)
+equal(r.returncode, 0, "filetop: exit status")
+rows = {}
+for line in r.stderr.splitlines():
+    m = re.match(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(/\S+)$", line)
+    if m:
+        rows[m.group(5)] = tuple(int(x) for x in m.groups()[:4])
+equal(rows.get("/dev/zero"), (10, 40960, 0, 0), "filetop: /dev/zero row")
+equal(rows.get(data), (0, 0, 10, 40960), "filetop: the written file's row")
+check(r.stderr.splitlines()[0] == "end", "filetop: the end table: %r" % r.stderr[:80])
+equal(dctest.calls(events), [], "filetop: no event kept")
+d, data, r, events, end = run("top-keep", ["filetop.lua", "--keep"], DD)
+equal(len([e for e in dctest.calls(events) if e["name"] == "write" and e["path"] == data]), 10,
+      "filetop --keep: the writes are in the trace too")
+equal(dctest.orphan_links(), [], "nothing left attached")
+dctest.finish()
