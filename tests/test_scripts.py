@@ -71,5 +71,22 @@ equal(dctest.calls(events), [], "filetop: no event kept")
 d, data, r, events, end = run("top-keep", ["filetop.lua", "--keep"], DD)
 equal(len([e for e in dctest.calls(events) if e["name"] == "write" and e["path"] == data]), 10,
       "filetop --keep: the writes are in the trace too")
+# phases.lua: a phase starts at the first call on a matching path, per process
+d, data, r, events, end = run("phases", ["phases.lua", "--phase", "make=%.a$", "--phase",
+                                         "copy=%.b$"],
+                              ["sh", "-c", "dd if=/dev/zero of=DATA.a bs=1k count=2 status=none;"
+                               " dd if=DATA.a of=DATA.b bs=1k count=2 status=none"])
+equal(r.returncode, 0, "phases: exit status (%s)" % r.stderr)
+io = [(e["name"], os.path.basename(e["path"]), e["args"].get("phase"))
+      for e in dctest.calls(events) if e["name"] in ("read", "write") and e["path"]
+      and e["path"].startswith(data + ".")]
+equal(io, [("write", "f.a", "make")] * 2 + [("read", "f.a", "copy"), ("write", "f.b", "copy")] * 2,
+      "phases: dd's data calls and their phases")
+first = [e for e in dctest.calls(events) if e.get("args", {}).get("phase")][0]
+equal(first["args"]["phase"], "init", "phases: events before any phase are 'init'")
+r = dctest.run_dc(["run", "phases.lua", "--", "true"])
+equal((r.returncode, r.stderr.strip()), (125, "datacrumbs: phases.lua: give at least one --phase "
+      "NAME=PATTERN"), "phases: no phase given")
+
 equal(dctest.orphan_links(), [], "nothing left attached")
 dctest.finish()
