@@ -412,6 +412,22 @@ uint64_t dc_consumer_dropped(const struct dc_consumer *c)
 	return c->dropped;
 }
 
+void dc_consumer_emit(struct dc_consumer *c, struct dc_record *r, int counter)
+{
+	if (counter) {
+		dc_writer_begin_counter(c->w, r->name, r->cat, r->pid, r->tid, r->ts_us);
+		for (int i = 0; i < r->nargs; i++)
+			if (!r->args[i].is_str)
+				dc_writer_arg_int(c->w, r->args[i].key, r->args[i].i);
+		dc_writer_end(c->w);
+		return;
+	}
+	r->id = dc_consumer_own_id(c);
+	see_thread(c, r->pid, r->tid);
+	write_record(c, r);
+	c->written++;
+}
+
 uint64_t dc_consumer_own_id(struct dc_consumer *c)
 {
 	return (1ULL << 40) + ++c->own_ids;

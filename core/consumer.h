@@ -32,6 +32,10 @@ void dc_consumer_add_process(struct dc_consumer *c, int pid, const char *name);
 uint64_t dc_consumer_written(const struct dc_consumer *c);
 uint64_t dc_consumer_dropped(const struct dc_consumer *c);
 
+/* Writes a record a script made (dc.emit, dc.counter): a complete event with a new id of
+ * the tracer's range, or with counter=1 a counter event (its integer args). */
+void dc_consumer_emit(struct dc_consumer *c, struct dc_record *r, int counter);
+
 /* An id for a record of the tracer's own (start, end): unique within any pid, as BPF
  * ids count from 1 and these from 2^40. */
 uint64_t dc_consumer_own_id(struct dc_consumer *c);

@@ -3,6 +3,7 @@
 #include "lua_api.h"
 
 #include <ctype.h>
+#include <time.h>
 #include <signal.h>
 #include <dirent.h>
 #include <errno.h>
@@ -29,8 +30,19 @@ struct dc_script {
 	unsigned long errors;
 	int started;                /* the script has run: dc.probe is closed */
 	int done, done_code;        /* dc.done was called, with this exit status */
+	dc_emit_fn emit;            /* where dc.emit's records go, NULL before tracing */
+	void *emit_ctx;
+	struct dc_record *emit_rec; /* scratch record for dc.emit */
+	int root_pid;               /* the traced root process: emitted events' default pid */
 	const struct dc_run_info *info;
 };
+
+/* Reading Lua values into records (defined with dc_script_event below). */
+static int read_arg(lua_State *L, struct dc_record *r, struct dc_rec_arg *a);
+static int raw_field(lua_State *L, int idx, const char *key);
+static void read_str_field(lua_State *L, struct dc_record *r, const char *key,
+			   const char **dst, int nil_ok);
+static int reserved_key(const char *k);
 
 const char *dc_rec_keep(struct dc_record *r, const char *s, size_t n)
 {
@@ -270,6 +282,92 @@ static int l_on_end(lua_State *L)
 	return 0;
 }
 
+/* Fills r from the event-shaped table at index 1 (name, cat, pid, tid, ts, dur, path,
+ * args); missing pid/tid/ts default to the traced process, its main thread and now. */
+static void record_from_table(lua_State *L, struct dc_script *s, struct dc_record *r)
+{
+	memset(r, 0, sizeof(*r) - sizeof(r->arena));
+	r->p_idx = -1;
+	r->name = "event";
+	r->cat = "script";
+	read_str_field(L, r, "name", &r->name, 0);
+	read_str_field(L, r, "cat", &r->cat, 0);
+	read_str_field(L, r, "path", &r->path, 1);
+	raw_field(L, -1, "pid");
+	r->pid = lua_isinteger(L, -1) && lua_tointeger(L, -1) > 0 ? (int)lua_tointeger(L, -1)
+		: s->root_pid;
+	raw_field(L, -2, "tid");
+	r->tid = lua_isinteger(L, -1) && lua_tointeger(L, -1) > 0 ? (int)lua_tointeger(L, -1)
+		: r->pid;
+	raw_field(L, -3, "ts");
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	r->ts_us = lua_isinteger(L, -1) && lua_tointeger(L, -1) > 1577836800000000LL
+		? (uint64_t)lua_tointeger(L, -1)
+		: (uint64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;
+	raw_field(L, -4, "dur");
+	r->dur_us = lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 0 ? lua_tointeger(L, -1) : 0;
+	lua_pop(L, 4);
+	raw_field(L, -1, "args");
+	if (lua_istable(L, -1)) {
+		lua_pushnil(L);
+		while (lua_next(L, -2) && r->nargs < DC_REC_ARGS) {
+			struct dc_rec_arg a = { .key = NULL };
+			if (lua_type(L, -2) == LUA_TSTRING && !reserved_key(lua_tostring(L, -2)) &&
+			    read_arg(L, r, &a)) {
+				const char *k = lua_tostring(L, -2);
+				a.key = dc_rec_keep(r, k, strlen(k));
+				if (a.key)
+					r->args[r->nargs++] = a;
+			}
+			lua_pop(L, 1);
+		}
+	}
+	lua_pop(L, 1);
+}
+
+/* dc.emit(ev): writes a complete event of the script's own (a phase marker, a summary),
+ *   ev: { name, cat = "script", pid = the traced process, tid = pid, ts = now (us since
+ *         the epoch), dur = 0 (us), path = nil, args = { key = integer|string|boolean } }
+ * It gets a new id of the tracer's own range and no nesting. Only once tracing has begun
+ * (in callbacks: dc.on_event, dc.on_end, luv timers); an error while the script loads. */
+static int l_emit(lua_State *L)
+{
+	struct dc_script *s = self(L);
+	luaL_checktype(L, 1, LUA_TTABLE);
+	if (!s->emit)
+		return luaL_error(L, "emit: tracing has not begun (call it from dc.on_event, "
+				  "dc.on_end or a timer)");
+	lua_settop(L, 1);
+	record_from_table(L, s, s->emit_rec);
+	s->emit(s->emit_ctx, s->emit_rec, 0);
+	return 0;
+}
+
+/* dc.counter(ev): writes a counter event (ph "C"): ev as for dc.emit, its args numbers
+ * (e.g. { count = 12, size_sum = 4096 }); no id, no dur. Same rules as dc.emit. */
+static int l_counter(lua_State *L)
+{
+	struct dc_script *s = self(L);
+	luaL_checktype(L, 1, LUA_TTABLE);
+	if (!s->emit)
+		return luaL_error(L, "counter: tracing has not begun (call it from dc.on_event, "
+				  "dc.on_end or a timer)");
+	lua_settop(L, 1);
+	record_from_table(L, s, s->emit_rec);
+	s->emit(s->emit_ctx, s->emit_rec, 1);
+	return 0;
+}
+
+void dc_script_set_emitter(struct dc_script *s, dc_emit_fn fn, void *ctx, int root_pid)
+{
+	if (fn && !s->emit_rec)
+		s->emit_rec = calloc(1, sizeof(*s->emit_rec));
+	s->emit = s->emit_rec ? fn : NULL;
+	s->emit_ctx = ctx;
+	s->root_pid = root_pid;
+}
+
 /* dc.done(code): ends the run before anything is attached or started, with exit status
  * `code` (an integer, default 0), e.g. after a script printed its --help. Only at the
  * script's top level: raises an error in a callback. */
@@ -294,6 +392,8 @@ static int open_module(lua_State *L)
 		{ "on_event", l_on_event },
 		{ "done", l_done },
 		{ "on_end", l_on_end },
+		{ "emit", l_emit },
+		{ "counter", l_counter },
 		{ NULL, NULL },
 	};
 	luaL_newlibtable(L, funcs);
@@ -645,6 +745,7 @@ void dc_script_free(struct dc_script *s)
 	if (!s)
 		return;
 	lua_close(s->L);
+	free(s->emit_rec);
 	for (int i = 0; i < s->nreqs; i++) {
 		for (int k = 0; k < s->reqs[i].nfuncs; k++)
 			free(s->reqs[i].funcs[k]);

@@ -69,6 +69,11 @@ int dc_script_wants_events(const struct dc_script *s);
  * stderr the first time with file:line. */
 int dc_script_event(struct dc_script *s, struct dc_record *r);
 
+/* Where dc.emit / dc.counter records go once tracing has begun: fn(ctx, r, counter);
+ * root_pid is their default pid. fn NULL: no more (the writer is gone). */
+typedef void (*dc_emit_fn)(void *ctx, struct dc_record *r, int counter);
+void dc_script_set_emitter(struct dc_script *s, dc_emit_fn fn, void *ctx, int root_pid);
+
 /* Calls the script's dc.on_end function, if any (errors reported and counted). */
 void dc_script_end(struct dc_script *s);
 

@@ -227,6 +227,12 @@ static int resolve_probes(struct session *s, const char *binary, char *err, size
 	return total;
 }
 
+/* dc_emit_fn: a script's dc.emit / dc.counter record goes to the consumer's writer. */
+static void emit_record_cb(void *ctx, struct dc_record *r, int counter)
+{
+	dc_consumer_emit(ctx, r, counter);
+}
+
 /* CLOCK_REALTIME - CLOCK_MONOTONIC, ns: shifts kernel timestamps to the epoch. */
 static int64_t mono_to_real(void)
 {
@@ -639,6 +645,7 @@ int dc_session_run(const struct dc_opts *o)
 		goto out;
 	}
 	dc_consumer_add_process(s->cons, s->child, name);
+	dc_script_set_emitter(s->script, emit_record_cb, s->cons, s->child);
 	write_start(s, name, o->cmd, now_us());
 	dc_writer_flush(s->w); /* a run killed in its first second still leaves a trace */
 
@@ -765,6 +772,8 @@ out:
 		if (!complete && rc == 0)
 			rc = DC_EXIT_FAIL;
 	}
+	if (s->script)
+		dc_script_set_emitter(s->script, NULL, NULL, 0);
 	dc_consumer_free(s->cons);
 	/* close our handles and the script's (luv) while the Lua state still exists */
 	uv_walk(&s->loop, close_handle, NULL);

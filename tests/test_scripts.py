@@ -88,5 +88,50 @@ r = dctest.run_dc(["run", "phases.lua", "--", "true"])
 equal((r.returncode, r.stderr.strip()), (125, "datacrumbs: phases.lua: give at least one --phase "
       "NAME=PATTERN"), "phases: no phase given")
 
+# small_io.lua: 50 writes of 100 bytes (small) kept in detail; 10 writes of 64 KiB
+# (aligned) become one io_summary; /dev/zero read 50 small + 10 big times: detailed
+d, data, r, events, end = run("small", ["small_io.lua"],
+                              ["sh", "-c", "dd if=/dev/zero of=DATA.s bs=100 count=50 status=none;"
+                               " dd if=/dev/zero of=DATA.b bs=64k count=10 status=none"])
+equal(r.returncode, 0, "small_io: exit status (%s)" % r.stderr)
+calls = dctest.calls(events)
+equal([(e["name"], e["args"]["count"], e["args"]["ret"]) for e in calls if e["path"] == data + ".s"
+       and e["name"] == "write"], [("write", 100, 100)] * 50, "small_io: the small file's writes, in detail")
+equal([e for e in calls if e["path"] == data + ".b" and e["name"] == "write"], [],
+      "small_io: no detailed write of the big file")
+summ = [e for e in events if e.get("name") == "io_summary"]
+equal([(e["path"], e["args"]["calls"], e["args"]["bytes"], e["args"]["small_or_unaligned"])
+       for e in summ], [(data + ".b", 10, 655360, 0)], "small_io: the big file's summary")
+equal(sorted((e["args"]["count"]) for e in calls if e["path"] == "/dev/zero" and e["name"] == "read"),
+      [100] * 50 + [65536] * 10, "small_io: /dev/zero, mostly small, in detail")
+
+# dc.emit / dc.counter from a script: a phase marker and a counter, checked by check_pfw
+d = dctest.workdir("scripts-emit")
+sc = os.path.join(d, "emit.lua")
+with open(sc, "w") as f:
+    f.write('local dc = require "datacrumbs"\ndc.probe { layer = "posix", functions = { "write" } }\n'
+            'local n = 0\ndc.on_event(function(ev) n = n + 1 end)\n'
+            'dc.on_end(function()\n'
+            '  dc.emit { name = "marker", cat = "phase", dur = 5, args = { writes = n, tag = "end" } }\n'
+            '  dc.counter { name = "writes", cat = "POSIX", args = { count = n } }\nend)\n')
+r = dctest.run_dc(["run", "-o", d, sc, "--", "dd", "if=/dev/zero", "of=" + os.path.join(d, "o"),
+                   "bs=1k", "count=4", "status=none"])
+equal(r.returncode, 0, "emit: exit status (%s)" % r.stderr)
+t = dctest.find_trace(d)
+dctest.check_pfw(t)
+events, _, _ = dctest.read_trace(t)
+m = [e for e in events if e.get("name") == "marker"]
+equal([(e["cat"], e["dur"], e["args"]["tag"], e["pid"] > 0) for e in m], [("phase", 5, "end", True)],
+      "emit: the marker event")
+writes = len([e for e in dctest.calls(events) if e["name"] == "write"])
+equal(m[0]["args"]["writes"] if m else None, writes, "emit: the marker's count equals the writes")
+c = [e for e in events if e.get("ph") == "C" and e.get("name") == "writes"]
+equal([e["args"]["count"] for e in c], [writes], "emit: the counter event")
+with open(sc, "w") as f:
+    f.write('local dc = require "datacrumbs"\ndc.probe "posix"\ndc.emit { name = "early" }\n')
+r = dctest.run_dc(["run", "-o", d, sc, "--", "true"])
+check(r.returncode == 125 and re.match(r"^datacrumbs: \S+emit\.lua:3: emit: tracing has not begun",
+                                       r.stderr), "emit at load: error with file:line: %r" % r.stderr)
+
 equal(dctest.orphan_links(), [], "nothing left attached")
 dctest.finish()
