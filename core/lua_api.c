@@ -236,6 +236,101 @@ static int l_probe(lua_State *L)
 	return 0;
 }
 
+/* dc.uprobe(spec): probes functions of any ELF file by name or glob.
+ *   spec: { functions = "write_checkpoint*" or { "H5Dwrite", "nc_*" } (fnmatch(3) globs),
+ *           file = "CMD" (default: the traced command's binary), a path, or a library's
+ *                  soname prefix as the command loads it ("libhdf5.so"),
+ *           args = { "int step", "path name", ... } (KIND NAME, as in docs/probes.md,
+ *                  the same for every function matched),
+ *           ret = "int" | "long" | "pointer" (default "long"),
+ *           layer = "APP" (the events' cat) }
+ * The globs are matched against the file's symbols once the run starts; a glob that
+ * matches nothing gets a warning. Errors (caller's file:line): a bad arg, kind or ret. */
+static int l_uprobe(lua_State *L)
+{
+	struct dc_script *s = self(L);
+	char err[256];
+	if (s->started)
+		return luaL_error(L, "uprobe: call it at the script's top level");
+	luaL_checktype(L, 1, LUA_TTABLE);
+	struct dc_layer *l = calloc(1, sizeof(*l));
+	if (!l)
+		return luaL_error(L, "uprobe: out of memory");
+	l->custom = 1;
+	l->mechanism = DC_MECH_UPROBE;
+	l->tmpl.ret_kind = DC_RET_LONG;
+	lua_getfield(L, 1, "layer");
+	snprintf(l->name, sizeof(l->name), "%s", luaL_optstring(L, -1, "APP"));
+	lua_getfield(L, 1, "file");
+	snprintf(l->library, sizeof(l->library), "%s", luaL_optstring(L, -1, "CMD"));
+	luaL_where(L, 1);
+	snprintf(l->path, sizeof(l->path), "%sdc.uprobe", lua_tostring(L, -1));
+	lua_pop(L, 3);
+	/* register first, so every error below leaves nothing to free by hand */
+	struct dc_layer **ls = realloc(s->layers, (s->nlayers + 1) * sizeof(*ls));
+	if (!ls) {
+		free(l);
+		return luaL_error(L, "uprobe: out of memory");
+	}
+	s->layers = ls;
+	s->layers[s->nlayers++] = l;
+
+	lua_getfield(L, 1, "ret");
+	const char *ret = luaL_optstring(L, -1, "long");
+	if (!strcmp(ret, "int"))
+		l->tmpl.ret_kind = DC_RET_INT;
+	else if (!strcmp(ret, "pointer"))
+		l->tmpl.ret_kind = DC_RET_POINTER;
+	else if (strcmp(ret, "long"))
+		return luaL_error(L, "uprobe: unknown ret '%s' (int, long or pointer)", ret);
+	lua_pop(L, 1);
+	lua_getfield(L, 1, "args");
+	if (!lua_isnil(L, -1)) {
+		luaL_checktype(L, -1, LUA_TTABLE);
+		lua_Integer n = luaL_len(L, -1);
+		if (n > DC_PROBE_ARGS)
+			return luaL_error(L, "uprobe: more than %d args", DC_PROBE_ARGS);
+		for (lua_Integer i = 1; i <= n; i++) {
+			lua_geti(L, -1, i);
+			const char *a = lua_tostring(L, -1);
+			if (!a || dc_arg_parse(a, &l->tmpl.args[i - 1], err, sizeof(err)))
+				return luaL_error(L, "uprobe: %s", a ? err : "args must be strings");
+			lua_pop(L, 1);
+		}
+		l->tmpl.nargs = (int)n;
+	}
+	lua_pop(L, 1);
+	lua_getfield(L, 1, "functions");
+	int nf = lua_istable(L, -1) ? (int)luaL_len(L, -1) : lua_isstring(L, -1) ? 1 : 0;
+	if (nf == 0)
+		return luaL_error(L, "uprobe: spec.functions must be a name or glob, or a list of "
+				  "them (e.g. \"write_checkpoint*\")");
+	l->globs = calloc(nf, sizeof(char *));
+	if (!l->globs)
+		return luaL_error(L, "uprobe: out of memory");
+	for (int i = 1; i <= nf; i++) {
+		if (lua_istable(L, -1))
+			lua_geti(L, -1, i);
+		else
+			lua_pushvalue(L, -1);
+		const char *g = lua_tostring(L, -1);
+		if (!g || !*g)
+			return luaL_error(L, "uprobe: function #%d is not a name", i);
+		l->globs[l->nglobs++] = strdup(g);
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
+
+	struct dc_probe_req req = { .layer = l };
+	snprintf(req.where, sizeof(req.where), "%.255s", l->path);
+	struct dc_probe_req *r = realloc(s->reqs, (s->nreqs + 1) * sizeof(*r));
+	if (!r)
+		return luaL_error(L, "uprobe: out of memory");
+	s->reqs = r;
+	s->reqs[s->nreqs++] = req;
+	return 0;
+}
+
 /* dc.on_event(fn): fn(ev) is called for every event before it is written.
  *   ev: { id, name, cat, pid, tid, ts (us since epoch), dur (us), level, p_idx,
  *         path (absolute, or nil), args = { fd=, count=, offset=, ret=, ... } }
@@ -390,6 +485,7 @@ static int open_module(lua_State *L)
 	static const luaL_Reg funcs[] = {
 		{ "probe", l_probe },
 		{ "on_event", l_on_event },
+		{ "uprobe", l_uprobe },
 		{ "done", l_done },
 		{ "on_end", l_on_end },
 		{ "emit", l_emit },

@@ -162,50 +162,71 @@ static int each_pair(struct ctx *c, const yaml_node_t *map, const char *const *a
  * One function entry
  * ------------------------------------------------------------------------------------- */
 
-/* Parses one args item, "KIND NAME" or "_" alone, into a. */
-static int parse_arg(struct ctx *c, const yaml_node_t *n, struct dc_arg *a)
+int dc_arg_parse(const char *text, struct dc_arg *a, char *err, size_t errlen)
 {
 	char buf[128], *kind, *name, *extra, *save = NULL;
 	size_t i;
 
-	if (n->type != YAML_SCALAR_NODE)
-		return fail(c, node_line(n), "an argument must be a string 'KIND NAME', not %s",
-			    node_type_name(n));
-	if (n->data.scalar.length >= sizeof buf)
-		return fail(c, node_line(n), "argument '%.40s...' is too long", scalar(n));
-	memcpy(buf, scalar(n), n->data.scalar.length + 1);
+	if (strlen(text) >= sizeof buf) {
+		snprintf(err, errlen, "argument '%.40s...' is too long", text);
+		return -1;
+	}
+	strcpy(buf, text);
 	kind = strtok_r(buf, " \t", &save);
 	name = kind ? strtok_r(NULL, " \t", &save) : NULL;
 	extra = name ? strtok_r(NULL, " \t", &save) : NULL;
-	if (!kind || extra)
-		return fail(c, node_line(n), "argument '%s': expected 'KIND NAME'", scalar(n));
-
+	if (!kind || extra) {
+		snprintf(err, errlen, "argument '%s': expected 'KIND NAME'", text);
+		return -1;
+	}
 	for (i = 0; i < sizeof arg_kinds / sizeof arg_kinds[0]; i++)
 		if (strcmp(kind, arg_kinds[i].name) == 0)
 			break;
-	if (i == sizeof arg_kinds / sizeof arg_kinds[0])
-		return fail(c, node_line(n), "unknown argument kind '%s' in '%s' (kinds: %s)",
-			    kind, scalar(n), KINDS_LIST);
+	if (i == sizeof arg_kinds / sizeof arg_kinds[0]) {
+		snprintf(err, errlen, "unknown argument kind '%s' in '%s' (kinds: %s)", kind, text,
+			 KINDS_LIST);
+		return -1;
+	}
 	a->kind = arg_kinds[i].kind;
 	a->name[0] = '\0';
 	if (!name) {
-		if (a->kind != DC_ARG_NONE)
-			return fail(c, node_line(n), "argument '%s' has no name ('%s NAME')",
-				    scalar(n), kind);
+		if (a->kind != DC_ARG_NONE) {
+			snprintf(err, errlen, "argument '%s' has no name ('%s NAME')", text, kind);
+			return -1;
+		}
 		return 0;
 	}
-	if (!is_ident(name))
-		return fail(c, node_line(n), "argument name '%s' is not a C identifier", name);
-	if (strlen(name) >= sizeof a->name)
-		return fail(c, node_line(n), "argument name '%s' is longer than %zu characters",
-			    name, sizeof a->name - 1);
+	if (!is_ident(name)) {
+		snprintf(err, errlen, "argument name '%s' is not a C identifier", name);
+		return -1;
+	}
+	if (strlen(name) >= sizeof a->name) {
+		snprintf(err, errlen, "argument name '%s' is longer than %zu characters", name,
+			 sizeof a->name - 1);
+		return -1;
+	}
 	static const char *const reserved[] = { "hhash", "fhash", "level", "p_idx", "ret", "errno",
 						"unfinished", NULL };
-	for (int i = 0; reserved[i]; i++)
-		if (!strcmp(name, reserved[i]))
-			return fail(c, node_line(n), "argument name '%s' is the tracer's own (reserved: "
-				    "hhash, fhash, level, p_idx, ret, errno, unfinished)", name);
+	for (int r = 0; reserved[r]; r++)
+		if (!strcmp(name, reserved[r])) {
+			snprintf(err, errlen, "argument name '%s' is the tracer's own (reserved: "
+				 "hhash, fhash, level, p_idx, ret, errno, unfinished)", name);
+			return -1;
+		}
 	strcpy(a->name, name);
+	return 0;
+}
+
+/* Parses one args item, "KIND NAME" or "_" alone, into a. */
+static int parse_arg(struct ctx *c, const yaml_node_t *n, struct dc_arg *a)
+{
+	char msg[256];
+
+	if (n->type != YAML_SCALAR_NODE)
+		return fail(c, node_line(n), "an argument must be a string 'KIND NAME', not %s",
+			    node_type_name(n));
+	if (dc_arg_parse(scalar(n), a, msg, sizeof msg) != 0)
+		return fail(c, node_line(n), "%s", msg);
 	return 0;
 }
 
@@ -603,6 +624,9 @@ void dc_layer_free(struct dc_layer *l)
 {
 	if (!l)
 		return;
+	for (int i = 0; i < l->nglobs; i++)
+		free(l->globs[i]);
+	free(l->globs);
 	free(l->funcs);
 	free(l);
 }

@@ -77,6 +77,12 @@ struct dc_layer {
 	char library[64];       /* soname prefix of the library (uprobe layers), "libc.so" */
 	enum dc_mechanism mechanism;
 	char hint[256];         /* said when none of the functions is found (`hint:`), or "" */
+	/* A layer a script made with dc.uprobe: `library` is "CMD", a path or a soname prefix,
+	 * the functions are those of its file matching `globs`, each like `tmpl`. */
+	int custom;
+	char **globs;
+	int nglobs;
+	struct dc_func tmpl;
 	struct dc_func *funcs;
 	int nfuncs;
 };
@@ -84,6 +90,10 @@ struct dc_layer {
 /* Parses a probe description file. Returns NULL with a one-line error in err naming the
  * file and line ("probes/posix.yaml:12: unknown field 'argz'"). Format: docs/probes.md. */
 struct dc_layer *dc_layer_load(const char *path, char *err, size_t errlen);
+
+/* Parses one argument description, "KIND NAME" (or "_" alone), as in a probe description's
+ * args list (docs/probes.md). Returns 0, or -1 with a one-line reason in err. */
+int dc_arg_parse(const char *text, struct dc_arg *a, char *err, size_t errlen);
 
 /* Finds a function of the layer by name, NULL when absent. */
 const struct dc_func *dc_layer_func(const struct dc_layer *l, const char *name);

@@ -4,7 +4,9 @@
 
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "attach.h"
 #include "elfsym.h"
@@ -59,6 +61,94 @@ static int resolve_kernel(const struct dc_probe_req *r, dc_resolve_fn fn, void *
 	return 0;
 }
 
+/* A match of a dc.uprobe glob, collected before the layer's functions are made. */
+struct matches {
+	struct dc_layer *l;
+	int ok;                 /* 0: out of memory */
+};
+
+static int add_match(const char *name, uint64_t offset, void *arg)
+{
+	struct matches *m = arg;
+	struct dc_layer *l = m->l;
+	(void)offset;
+	for (int i = 0; i < l->nfuncs; i++)
+		if (!strcmp(l->funcs[i].name, name))
+			return 0;
+	if (strlen(name) >= sizeof(l->funcs[0].name))
+		return 0;
+	struct dc_func *f = realloc(l->funcs, (l->nfuncs + 1) * sizeof(*f));
+	if (!f) {
+		m->ok = 0;
+		return 1;
+	}
+	l->funcs = f;
+	f[l->nfuncs] = l->tmpl;
+	snprintf(f[l->nfuncs].name, sizeof(f->name), "%s", name);
+	l->nfuncs++;
+	return 0;
+}
+
+/* A dc.uprobe layer: its file (CMD, a path, or a library the command loads) and the
+ * functions its globs match there, made into the layer's functions (once). */
+static int resolve_custom(const struct dc_probe_req *r, const char *binary, int pid,
+			  dc_resolve_fn fn, void *arg, char *err, size_t errlen)
+{
+	struct dc_layer *l = (struct dc_layer *)r->layer;
+	char file[PATH_MAX];
+	if (!strcmp(l->library, "CMD")) {
+		char link[64];
+		ssize_t n = -1;
+		if (pid > 0) {
+			snprintf(link, sizeof(link), "/proc/%d/exe", pid);
+			n = readlink(link, file, sizeof(file) - 1);
+		}
+		if (n > 0)
+			file[n] = 0;
+		else
+			snprintf(file, sizeof(file), "%s", binary);
+	} else if (strchr(l->library, '/')) {
+		snprintf(file, sizeof(file), "%s", l->library);
+	} else {
+		int found = pid > 0 ? (mapped_library(pid, l->library, file, sizeof(file)) ? 1 : 0)
+			: dc_elf_find_library(binary, l->library, file, sizeof(file), err, errlen);
+		if (found < 0)
+			return -1;
+		if (found == 1) {
+			fprintf(stderr, "datacrumbs: warning: %s: %s does not load %s: not traced\n",
+				l->path, binary, l->library);
+			return 0;
+		}
+	}
+	struct dc_elf_syms *syms = dc_elf_syms_open(file, err, errlen);
+	if (!syms)
+		return -1;
+	if (!l->funcs) {
+		struct matches m = { l, 1 };
+		for (int g = 0; g < l->nglobs && m.ok; g++) {
+			int before = l->nfuncs;
+			dc_elf_sym_glob(syms, l->globs[g], add_match, &m);
+			if (l->nfuncs == before && m.ok)
+				fprintf(stderr, "datacrumbs: warning: %s: no function of %s matches "
+					"'%s': not traced\n", l->path, file, l->globs[g]);
+		}
+		if (!m.ok) {
+			dc_elf_syms_close(syms);
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+	}
+	int e = 0;
+	for (int i = 0; i < l->nfuncs && !e; i++) {
+		struct dc_resolved p = { l, &l->funcs[i], file,
+					 dc_elf_sym_offset(syms, l->funcs[i].name), 0 };
+		if (p.offset)
+			e = fn(&p, arg);
+	}
+	dc_elf_syms_close(syms);
+	return e;
+}
+
 int dc_resolve_req(const struct dc_probe_req *r, const char *binary, int pid,
 		   dc_resolve_fn fn, void *arg, int *bad_binary, char *err, size_t errlen)
 {
@@ -66,6 +156,8 @@ int dc_resolve_req(const struct dc_probe_req *r, const char *binary, int pid,
 	*bad_binary = 0;
 	if (l->mechanism != DC_MECH_UPROBE)
 		return resolve_kernel(r, fn, arg);
+	if (l->custom)
+		return resolve_custom(r, binary, pid, fn, arg, err, errlen);
 
 	char lib[PATH_MAX];
 	int found = pid > 0 ? (mapped_library(pid, l->library, lib, sizeof(lib)) ? 1 : 0)

@@ -133,5 +133,38 @@ r = dctest.run_dc(["run", "-o", d, sc, "--", "true"])
 check(r.returncode == 125 and re.match(r"^datacrumbs: \S+emit\.lua:3: emit: tracing has not begun",
                                        r.stderr), "emit at load: error with file:line: %r" % r.stderr)
 
+# dc.uprobe: the program's own functions by glob, with their args, nesting the libc writes
+d = dctest.workdir("scripts-uprobe")
+sc = os.path.join(d, "app.lua")
+with open(sc, "w") as f:
+    f.write('local dc = require "datacrumbs"\n'
+            'dc.probe { layer = "posix", functions = { "write" } }\n'
+            'dc.uprobe { functions = "write_checkpoint*", args = { "int step", "path path" } }\n'
+            'dc.uprobe { functions = { "no_such_fn*" }, layer = "X" }\n')
+r = dctest.run_dc(["run", "-o", d, sc, "--", os.environ["PROG_APP"], d])
+equal(r.returncode, 0, "uprobe: exit status (%s)" % r.stderr)
+check(re.search(r"warning: \S+app\.lua:4: dc\.uprobe: no function of \S+prog_app matches "
+                r"'no_such_fn\*': not traced", r.stderr), "uprobe: a glob matching nothing: %r" % r.stderr)
+t = dctest.find_trace(d)
+dctest.check_pfw(t)
+events, _, _ = dctest.read_trace(t)
+app = [e for e in dctest.calls(events, "APP")]
+ck_a, ck_b = os.path.join(d, "ck_a"), os.path.join(d, "ck_b")
+equal(sorted((e["name"], e["args"]["step"], e["path"], e["args"]["ret"], e["args"]["level"])
+             for e in app),
+      [("write_checkpoint_a", 1, ck_a, 7, 1), ("write_checkpoint_a", 2, ck_a, 7, 1),
+       ("write_checkpoint_a", 3, ck_a, 7, 1), ("write_checkpoint_a", 40, ck_b, 8, 2),
+       ("write_checkpoint_b", 4, ck_b, 8, 1)], "uprobe: the checkpoint functions, exact args")
+byid = {e["id"]: e for e in app}
+ws = [e for e in dctest.calls(events) if e["name"] == "write" and e["path"] in (ck_a, ck_b)]
+equal(sorted((byid[e["args"]["p_idx"]]["name"], e["args"]["count"]) for e in ws
+             if e["args"]["p_idx"] in byid),
+      [("write_checkpoint_a", 7)] * 3 + [("write_checkpoint_a", 8)], "uprobe: each write under its checkpoint")
+with open(sc, "w") as f:
+    f.write('local dc = require "datacrumbs"\ndc.uprobe { functions = "x*", args = { "bogus y" } }\n')
+r = dctest.run_dc(["run", "-o", d, sc, "--", "true"])
+check(r.returncode == 125 and "app.lua:2: uprobe: unknown argument kind 'bogus'" in r.stderr,
+      "uprobe: a bad arg kind, with file:line: %r" % r.stderr)
+
 equal(dctest.orphan_links(), [], "nothing left attached")
 dctest.finish()
