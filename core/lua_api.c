@@ -19,13 +19,22 @@
 
 #include "paths.h"
 
+/* One dc.on_event callback and the events it wants. */
+struct callback {
+	int ref;                    /* the function, in the registry */
+	char cat[32];               /* only this layer ("" any) */
+	char **names;               /* only these functions (NULL: any) */
+	int nnames;
+};
+
 struct dc_script {
 	lua_State *L;
 	struct dc_probe_req *reqs;
 	int nreqs;
 	struct dc_layer **layers;   /* loaded probe descriptions, freed at the end */
 	int nlayers;
-	int event_ref;              /* LUA_NOREF: no callback */
+	struct callback *cbs;       /* dc.on_event callbacks, in registration order */
+	int ncbs;
 	int end_ref;                /* dc.on_end's function, LUA_NOREF: none */
 	unsigned long errors;
 	int started;                /* the script has run: dc.probe is closed */
@@ -335,14 +344,63 @@ static int l_uprobe(lua_State *L)
  *   ev: { id, name, cat, pid, tid, ts (us since epoch), dur (us), level, p_idx,
  *         path (absolute, or nil), args = { fd=, count=, offset=, ret=, ... } }
  * fn may change name, cat, path, ts, dur and args (add, change, or set to nil), and
- * returns false to drop the event (anything else keeps it). A later call replaces fn. */
+ * returns false to drop the event (anything else keeps it).
+ *   filter (optional): { cat = "POSIX" } and/or { name = "write" or { "write", "pwrite" } }:
+ *   fn sees only those events.
+ * Each call adds a callback; an event goes through the ones that want it in the order
+ * they were added, all seeing the same table; the first false drops it. */
 static int l_on_event(lua_State *L)
 {
 	struct dc_script *s = self(L);
 	luaL_checktype(L, 1, LUA_TFUNCTION);
-	luaL_unref(L, LUA_REGISTRYINDEX, s->event_ref);
+	struct callback cb = { .ref = LUA_NOREF };
+	if (!lua_isnoneornil(L, 2)) {
+		luaL_checktype(L, 2, LUA_TTABLE);
+		lua_getfield(L, 2, "cat");
+		if (!lua_isnil(L, -1))
+			snprintf(cb.cat, sizeof(cb.cat), "%s", luaL_checkstring(L, -1));
+		lua_getfield(L, 2, "name");
+		int n = lua_istable(L, -1) ? (int)luaL_len(L, -1) : lua_isstring(L, -1) ? 1 : 0;
+		if (!lua_isnil(L, -1) && n == 0)
+			return luaL_error(L, "on_event: filter.name must be a name or a list of names");
+		cb.names = n ? calloc(n, sizeof(char *)) : NULL;
+		for (int i = 1; i <= n; i++) {
+			if (lua_istable(L, -1))
+				lua_geti(L, -1, i);
+			else
+				lua_pushvalue(L, -1);
+			const char *name = lua_tostring(L, -1);
+			if (!name || !cb.names) {
+				for (int k = 0; k < cb.nnames; k++)
+					free(cb.names[k]);
+				free(cb.names);
+				return luaL_error(L, "on_event: filter.name #%d is not a name", i);
+			}
+			cb.names[cb.nnames++] = strdup(name);
+			lua_pop(L, 1);
+		}
+		lua_pop(L, 2);
+	}
+	struct callback *v = realloc(s->cbs, (s->ncbs + 1) * sizeof(*v));
+	if (!v)
+		return luaL_error(L, "on_event: out of memory");
+	s->cbs = v;
 	lua_pushvalue(L, 1);
-	s->event_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	cb.ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	s->cbs[s->ncbs++] = cb;
+	return 0;
+}
+
+/* Does callback cb want record r? */
+static int wants(const struct callback *cb, const struct dc_record *r)
+{
+	if (cb->cat[0] && strcmp(cb->cat, r->cat))
+		return 0;
+	if (!cb->names)
+		return 1;
+	for (int i = 0; i < cb->nnames; i++)
+		if (!strcmp(cb->names[i], r->name))
+			return 1;
 	return 0;
 }
 
@@ -530,7 +588,6 @@ struct dc_script *dc_script_new(uv_loop_t *loop, const struct dc_run_info *info)
 	struct dc_script *s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
-	s->event_ref = LUA_NOREF;
 	s->end_ref = LUA_NOREF;
 	s->info = info;
 	s->L = luaL_newstate();
@@ -651,7 +708,7 @@ int dc_script_done(const struct dc_script *s)
 
 int dc_script_wants_events(const struct dc_script *s)
 {
-	return s->event_ref != LUA_NOREF;
+	return s->ncbs > 0;
 }
 
 /* Reads one Lua value (at -1) into arg a; 0 when it is not a number/string/boolean. */
@@ -727,11 +784,9 @@ static int reserved_key(const char *k)
 	return 0;
 }
 
-int dc_script_event(struct dc_script *s, struct dc_record *r)
+/* Pushes the event table of r (the `ev` of dc.on_event). */
+static void push_event(lua_State *L, const struct dc_record *r)
 {
-	lua_State *L = s->L;
-	lua_pushcfunction(L, on_error);
-	lua_rawgeti(L, LUA_REGISTRYINDEX, s->event_ref);
 	lua_createtable(L, 0, 12);
 	lua_pushinteger(L, r->id);        lua_setfield(L, -2, "id");
 	lua_pushstring(L, r->name);       lua_setfield(L, -2, "name");
@@ -755,22 +810,39 @@ int dc_script_event(struct dc_script *s, struct dc_record *r)
 		lua_setfield(L, -2, r->args[i].key);
 	}
 	lua_setfield(L, -2, "args");
-	lua_pushvalue(L, -1);           /* keep the table after the call */
-	lua_insert(L, -3);              /* handler, table, fn, table */
+}
 
-	if (lua_pcall(L, 1, 1, -4) != LUA_OK) {
-		if (s->errors++ == 0)
-			fprintf(stderr, "datacrumbs: error in the event callback (events are kept "
-				"unchanged; later errors are only counted): %s\n", lua_tostring(L, -1));
-		lua_settop(L, 0);
+int dc_script_event(struct dc_script *s, struct dc_record *r)
+{
+	lua_State *L = s->L;
+	int matched = 0;
+	for (int i = 0; i < s->ncbs; i++) {
+		if (!wants(&s->cbs[i], r))
+			continue;
+		if (!matched) {         /* built once, for the first callback that wants it */
+			lua_pushcfunction(L, on_error);
+			push_event(L, r);       /* stack: handler (1), event (2) */
+			matched = 1;
+		}
+		lua_rawgeti(L, LUA_REGISTRYINDEX, s->cbs[i].ref);
+		lua_pushvalue(L, 2);
+		if (lua_pcall(L, 1, 1, 1) != LUA_OK) {
+			if (s->errors++ == 0)
+				fprintf(stderr, "datacrumbs: error in the event callback (events are "
+					"kept unchanged; later errors are only counted): %s\n",
+					lua_tostring(L, -1));
+			lua_settop(L, 0);
+			return 1;
+		}
+		if (lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1)) {
+			lua_settop(L, 0);
+			return 0;
+		}
+		lua_pop(L, 1);
+	}
+	if (!matched)
 		return 1;
-	}
-	if (lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1)) {
-		lua_settop(L, 0);
-		return 0;
-	}
-	lua_pop(L, 1);                  /* result; the event table is on top */
-
+	/* the event table is on top */
 	read_str_field(L, r, "name", &r->name, 0);
 	read_str_field(L, r, "cat", &r->cat, 0);
 	read_str_field(L, r, "path", &r->path, 1);
@@ -842,6 +914,12 @@ void dc_script_free(struct dc_script *s)
 		return;
 	lua_close(s->L);
 	free(s->emit_rec);
+	for (int i = 0; i < s->ncbs; i++) {
+		for (int k = 0; k < s->cbs[i].nnames; k++)
+			free(s->cbs[i].names[k]);
+		free(s->cbs[i].names);
+	}
+	free(s->cbs);
 	for (int i = 0; i < s->nreqs; i++) {
 		for (int k = 0; k < s->reqs[i].nfuncs; k++)
 			free(s->reqs[i].funcs[k]);

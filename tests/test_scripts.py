@@ -133,6 +133,31 @@ r = dctest.run_dc(["run", "-o", d, sc, "--", "true"])
 check(r.returncode == 125 and re.match(r"^datacrumbs: \S+emit\.lua:3: emit: tracing has not begun",
                                        r.stderr), "emit at load: error with file:line: %r" % r.stderr)
 
+# dc.on_event with filters: callbacks stack, each sees only what it asked for
+d = dctest.workdir("scripts-filters")
+sc = os.path.join(d, "f.lua")
+with open(sc, "w") as f:
+    f.write('local dc = require "datacrumbs"\n'
+            'dc.probe { layer = "posix", functions = { "open", "write", "close" } }\n'
+            'local seen = {}\n'
+            'dc.on_event(function(ev) ev.args.tag = "w"; seen[#seen + 1] = ev.name end, { name = "write" })\n'
+            'dc.on_event(function(ev) if ev.name == "close" then return false end end, { cat = "POSIX" })\n'
+            'dc.on_event(function(ev) ev.args.never = 1 end, { cat = "SYSCALL" })\n'
+            'dc.on_end(function() for _, n in ipairs(seen) do assert(n == "write") end end)\n')
+data = os.path.join(d, "o")
+r = dctest.run_dc(["run", "-o", d, sc, "--", "dd", "if=/dev/zero", "of=" + data, "bs=1k",
+                   "count=3", "status=none"])
+equal(r.returncode, 0, "filters: exit status (%s)" % r.stderr)
+t = dctest.find_trace(d)
+dctest.check_pfw(t)
+events, _, _ = dctest.read_trace(t)
+mine = [(e["name"], e["args"].get("tag"), "never" in e["args"]) for e in dctest.calls(events)
+        if e["path"] == data]
+equal(mine, [("open", None, False)] + [("write", "w", False)] * 3,
+      "filters: writes tagged by the name filter, closes dropped by the cat filter")
+equal([e for e in events if e.get("name") == "end"][0]["args"]["script_errors"], 0,
+      "filters: the first callback saw only writes")
+
 # dc.uprobe: the program's own functions by glob, with their args, nesting the libc writes
 d = dctest.workdir("scripts-uprobe")
 sc = os.path.join(d, "app.lua")
