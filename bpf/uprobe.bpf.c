@@ -82,7 +82,10 @@ int BPF_PROG(dc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 	if (!bpf_map_lookup_elem(&traced, &tgid))
 		return 0;
-	send_proc(DC_EV_EXEC, tgid, BPF_CORE_READ(p, pid), 0, BPF_CORE_READ(bprm, filename));
+	/* the name of the file that runs (not the path execve was given: /proc/self/exe,
+	 * a relative path, a symlink) */
+	send_proc(DC_EV_EXEC, tgid, BPF_CORE_READ(p, pid), 0,
+		  (const char *)BPF_CORE_READ(bprm, file, f_path.dentry, d_name.name));
 	return 0;
 }
 

@@ -325,15 +325,23 @@ static void on_process(struct dc_consumer *c, const struct dc_event *e, const ch
 		snprintf(name, sizeof(name), "%s", parent->name);
 		dc_files_fork((int)e->args[0], e->pid);
 		name_process(c, e->pid, name[0] ? name : "?");
+		if (c->script)
+			dc_script_process(c->script, "fork", e->pid, (int)e->args[0], name, 0);
 		break;
 	}
 	case DC_EV_EXEC:
 		if (epath)
 			name_process(c, e->pid, base_name(epath));
+		if (c->script)
+			dc_script_process(c->script, "exec", e->pid, 0, epath ? base_name(epath) : NULL, 0);
 		break;
-	case DC_EV_EXIT:
+	case DC_EV_EXIT: {
+		struct seen *p = seen_slot(c, (uint64_t)e->pid << 32, &added);
+		if (c->script)
+			dc_script_process(c->script, "exit", e->pid, 0, p->name, (int)e->args[0]);
 		dc_files_exit(e->pid);
 		break;
+	}
 	}
 }
 

@@ -43,8 +43,13 @@ struct dc_script {
 	void *emit_ctx;
 	struct dc_record *emit_rec; /* scratch record for dc.emit */
 	int root_pid;               /* the traced root process: emitted events' default pid */
+	dc_stats_fn stats;          /* what dc.stats reads, NULL before tracing */
+	void *stats_ctx;
+	int proc_ref;               /* dc.on_process's function, LUA_NOREF: none */
 	const struct dc_run_info *info;
 };
+
+static int on_error(lua_State *L); /* the message handler of every protected call */
 
 /* Reading Lua values into records (defined with dc_script_event below). */
 static int read_arg(lua_State *L, struct dc_record *r, struct dc_rec_arg *a);
@@ -521,6 +526,81 @@ void dc_script_set_emitter(struct dc_script *s, dc_emit_fn fn, void *ctx, int ro
 	s->root_pid = root_pid;
 }
 
+/* dc.stats(): the run's counters so far, as a table: events (written), lost (the ring
+ * buffer had no room), dropped (by callbacks), too_deep, unpaired (bpf/datacrumbs.h
+ * enum dc_stat, summed over CPUs from the BPF map), script_errors. Before tracing has
+ * begun all are 0. */
+static int l_stats(lua_State *L)
+{
+	struct dc_script *s = self(L);
+	uint64_t v[DC_SS_NR] = { 0 };
+	if (s->stats)
+		s->stats(s->stats_ctx, v);
+	static const char *const names[DC_SS_NR] = { "events", "lost", "dropped", "too_deep",
+						     "unpaired" };
+	lua_createtable(L, 0, DC_SS_NR + 1);
+	for (int i = 0; i < DC_SS_NR; i++) {
+		lua_pushinteger(L, (lua_Integer)v[i]);
+		lua_setfield(L, -2, names[i]);
+	}
+	lua_pushinteger(L, (lua_Integer)s->errors);
+	lua_setfield(L, -2, "script_errors");
+	return 1;
+}
+
+/* dc.on_process(fn): fn(p) for each traced process that starts, execs or ends:
+ *   p: { event = "fork" | "exec" | "exit", pid, ppid (fork), name (the executable),
+ *        status (exit: the wait status, as waitpid(2) gives it) }
+ * A later call replaces fn; errors are reported and counted. */
+static int l_on_process(lua_State *L)
+{
+	struct dc_script *s = self(L);
+	luaL_checktype(L, 1, LUA_TFUNCTION);
+	luaL_unref(L, LUA_REGISTRYINDEX, s->proc_ref);
+	lua_pushvalue(L, 1);
+	s->proc_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	return 0;
+}
+
+void dc_script_set_stats(struct dc_script *s, dc_stats_fn fn, void *ctx)
+{
+	s->stats = fn;
+	s->stats_ctx = ctx;
+}
+
+void dc_script_process(struct dc_script *s, const char *event, int pid, int ppid,
+		       const char *name, int status)
+{
+	lua_State *L = s->L;
+	if (s->proc_ref == LUA_NOREF)
+		return;
+	lua_pushcfunction(L, on_error);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, s->proc_ref);
+	lua_createtable(L, 0, 5);
+	lua_pushstring(L, event);
+	lua_setfield(L, -2, "event");
+	lua_pushinteger(L, pid);
+	lua_setfield(L, -2, "pid");
+	if (ppid > 0) {
+		lua_pushinteger(L, ppid);
+		lua_setfield(L, -2, "ppid");
+	}
+	if (name) {
+		lua_pushstring(L, name);
+		lua_setfield(L, -2, "name");
+	}
+	if (!strcmp(event, "exit")) {
+		lua_pushinteger(L, status);
+		lua_setfield(L, -2, "status");
+	}
+	if (lua_pcall(L, 1, 0, 1) != LUA_OK) {
+		if (s->errors++ == 0)
+			fprintf(stderr, "datacrumbs: error in the process callback: %s\n",
+				lua_tostring(L, -1));
+	}
+	lua_settop(L, 0);
+}
+
 /* dc.done(code): ends the run before anything is attached or started, with exit status
  * `code` (an integer, default 0), e.g. after a script printed its --help. Only at the
  * script's top level: raises an error in a callback. */
@@ -547,6 +627,8 @@ static int open_module(lua_State *L)
 		{ "done", l_done },
 		{ "on_end", l_on_end },
 		{ "emit", l_emit },
+		{ "stats", l_stats },
+		{ "on_process", l_on_process },
 		{ "counter", l_counter },
 		{ NULL, NULL },
 	};
@@ -589,6 +671,7 @@ struct dc_script *dc_script_new(uv_loop_t *loop, const struct dc_run_info *info)
 	if (!s)
 		return NULL;
 	s->end_ref = LUA_NOREF;
+	s->proc_ref = LUA_NOREF;
 	s->info = info;
 	s->L = luaL_newstate();
 	if (!s->L) {

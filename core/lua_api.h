@@ -4,6 +4,7 @@
 #define DC_LUA_API_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <uv.h>
 #include "probes.h"
 #include "record.h"
@@ -73,6 +74,18 @@ int dc_script_event(struct dc_script *s, struct dc_record *r);
  * root_pid is their default pid. fn NULL: no more (the writer is gone). */
 typedef void (*dc_emit_fn)(void *ctx, struct dc_record *r, int counter);
 void dc_script_set_emitter(struct dc_script *s, dc_emit_fn fn, void *ctx, int root_pid);
+
+/* What dc.stats() reads: fn(ctx, out) fills out[] as enum dc_script_stat. */
+enum dc_script_stat {
+	DC_SS_EVENTS, DC_SS_LOST, DC_SS_DROPPED, DC_SS_TOO_DEEP, DC_SS_UNPAIRED, DC_SS_NR
+};
+typedef void (*dc_stats_fn)(void *ctx, uint64_t out[DC_SS_NR]);
+void dc_script_set_stats(struct dc_script *s, dc_stats_fn fn, void *ctx);
+
+/* A traced process started (fork), changed image (exec) or ended (exit): calls the
+ * script's dc.on_process functions with { event, pid, ppid, name, status }. */
+void dc_script_process(struct dc_script *s, const char *event, int pid, int ppid,
+		       const char *name, int status);
 
 /* Calls the script's dc.on_end function, if any (errors reported and counted). */
 void dc_script_end(struct dc_script *s);

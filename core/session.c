@@ -233,6 +233,19 @@ static void emit_record_cb(void *ctx, struct dc_record *r, int counter)
 	dc_consumer_emit(ctx, r, counter);
 }
 
+/* dc_stats_fn: the counters dc.stats() shows, from the consumer and the BPF stats map. */
+static void stats_cb(void *ctx, uint64_t out[DC_SS_NR])
+{
+	struct session *s = ctx;
+	uint64_t st[DC_STAT_NR];
+	dc_bpf_stats(s->bpf, st);
+	out[DC_SS_EVENTS] = dc_consumer_written(s->cons);
+	out[DC_SS_DROPPED] = dc_consumer_dropped(s->cons);
+	out[DC_SS_LOST] = st[DC_STAT_LOST];
+	out[DC_SS_TOO_DEEP] = st[DC_STAT_DEEP];
+	out[DC_SS_UNPAIRED] = st[DC_STAT_UNPAIRED];
+}
+
 /* CLOCK_REALTIME - CLOCK_MONOTONIC, ns: shifts kernel timestamps to the epoch. */
 static int64_t mono_to_real(void)
 {
@@ -646,6 +659,7 @@ int dc_session_run(const struct dc_opts *o)
 	}
 	dc_consumer_add_process(s->cons, s->child, name);
 	dc_script_set_emitter(s->script, emit_record_cb, s->cons, s->child);
+	dc_script_set_stats(s->script, stats_cb, s);
 	write_start(s, name, o->cmd, now_us());
 	dc_writer_flush(s->w); /* a run killed in its first second still leaves a trace */
 
@@ -772,8 +786,10 @@ out:
 		if (!complete && rc == 0)
 			rc = DC_EXIT_FAIL;
 	}
-	if (s->script)
+	if (s->script) {
 		dc_script_set_emitter(s->script, NULL, NULL, 0);
+		dc_script_set_stats(s->script, NULL, NULL);
+	}
 	dc_consumer_free(s->cons);
 	/* close our handles and the script's (luv) while the Lua state still exists */
 	uv_walk(&s->loop, close_handle, NULL);

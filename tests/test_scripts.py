@@ -158,6 +158,40 @@ equal(mine, [("open", None, False)] + [("write", "w", False)] * 3,
 equal([e for e in events if e.get("name") == "end"][0]["args"]["script_errors"], 0,
       "filters: the first callback saw only writes")
 
+# dc.on_process and dc.stats: the lifecycle of prog_io's processes, the counters at the end
+d = dctest.workdir("scripts-proc")
+data = os.path.join(d, "data")
+os.makedirs(data)
+sc = os.path.join(d, "p.lua")
+with open(sc, "w") as f:
+    f.write('local dc = require "datacrumbs"\n'
+            'dc.probe { layer = "posix", functions = { "write" } }\n'
+            'local log = {}\n'
+            'dc.on_process(function(p) log[#log + 1] = p end)\n'
+            'dc.on_end(function()\n'
+            '  for _, p in ipairs(log) do\n'
+            '    io.stderr:write(("proc %s %d %s %s %s\\n"):format(p.event, p.pid, p.ppid or "-",\n'
+            '      p.name or "-", p.status or "-"))\n'
+            '  end\n'
+            '  local st = dc.stats()\n'
+            '  io.stderr:write(("stats %d %d %d\\n"):format(st.events, st.lost, st.dropped))\n'
+            'end)\n')
+r = dctest.run_dc(["run", "-o", d, sc, "--", os.environ["PROG_IO"], data])
+equal(r.returncode, 7, "on_process: prog_io's exit status")
+ids = dict(kv.split("=") for kv in r.stdout.split())
+P, C, E = ids["main"], ids["child"], ids["exec"]
+procs = [ln.split()[1:] for ln in r.stderr.splitlines() if ln.startswith("proc ")]
+equal(procs, [["exec", P, "-", "prog_io", "-"], ["fork", C, P, "prog_io", "-"],
+              ["exit", C, "-", "prog_io", "0"], ["fork", E, P, "prog_io", "-"],
+              ["exec", E, "-", "prog_io", "-"], ["exit", E, "-", "prog_io", "0"],
+              ["exit", P, "-", "prog_io", str(7 << 8)]], "on_process: forks, execs, exits in order")
+t = dctest.find_trace(d)
+dctest.check_pfw(t)
+events, _, _ = dctest.read_trace(t)
+end = [e for e in events if e.get("name") == "end"][0]["args"]
+st = [ln.split()[1:] for ln in r.stderr.splitlines() if ln.startswith("stats ")]
+equal(st, [[str(end["num_events"]), "0", "0"]], "stats: events, lost, dropped as the end record says")
+
 # dc.uprobe: the program's own functions by glob, with their args, nesting the libc writes
 d = dctest.workdir("scripts-uprobe")
 sc = os.path.join(d, "app.lua")
