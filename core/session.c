@@ -304,7 +304,13 @@ static void on_ringbuf(uv_poll_t *h, int status, int events)
 
 static void on_drain(uv_timer_t *t)
 {
-	drain(t->data);
+	struct session *s = t->data;
+	drain(s);
+	/* a script that ran the loop itself (luv's uv.run in a callback) may have been inside
+	 * it when the command ended: libuv clears the stop request when that inner run
+	 * returns, so ask again until the outer run ends */
+	if (s->done)
+		uv_stop(&s->loop);
 }
 
 static void on_flush(uv_timer_t *t)
