@@ -222,12 +222,22 @@ int dc_bpf_tracepoint(const char *name)
 	return -1;
 }
 
-/* Points every map of a second BPF object at the first object's instance of it. */
-#define REUSE(obj, name, e) \
-	do { \
-		if (!(e)) \
-			(e) = bpf_map__reuse_fd((obj)->maps.name, bpf_map__fd(b->skel->maps.name)); \
-	} while (0)
+/* Points the maps every BPF object shares (bpf/common.bpf.h) of obj at uprobe.bpf.c's
+ * instances, before obj is loaded: one ring buffer, one traced set, one call stack per
+ * thread. Returns 0 or a negative errno. */
+static int share_maps(struct dc_bpf *b, struct bpf_object *obj)
+{
+	static const char *const shared[] = { "traced", "stacks", "zero_stack", "events",
+					      "scratch", "stats" };
+	for (size_t i = 0; i < sizeof(shared) / sizeof(shared[0]); i++) {
+		struct bpf_map *mine = bpf_object__find_map_by_name(obj, shared[i]);
+		struct bpf_map *theirs = bpf_object__find_map_by_name(b->skel->obj, shared[i]);
+		int e = mine && theirs ? bpf_map__reuse_fd(mine, bpf_map__fd(theirs)) : -ENOENT;
+		if (e)
+			return e;
+	}
+	return 0;
+}
 
 /* Loads kernel.bpf.c on the shared maps with the programs of the asked tracepoint probes
  * only, their attach cookies in its rodata, and attaches them. 0, or -1 with err. */
@@ -272,13 +282,7 @@ static int load_kernel(struct dc_bpf *b, char *err, size_t errlen)
 		}
 	}
 	k->rodata->wakeup_bytes = b->skel->rodata->wakeup_bytes;
-	int e = 0;
-	REUSE(k, traced, e);
-	REUSE(k, stacks, e);
-	REUSE(k, zero_stack, e);
-	REUSE(k, events, e);
-	REUSE(k, scratch, e);
-	REUSE(k, stats, e);
+	int e = share_maps(b, k->obj);
 	if (!e)
 		e = kernel_bpf__load(k);
 	if (!e)
@@ -346,13 +350,7 @@ static int load_vfs(struct dc_bpf *b, char *err, size_t errlen)
 		vfs_enable(v, p->offset, !strcmp(p->library, "[kprobe]"));
 	}
 	v->rodata->wakeup_bytes = b->skel->rodata->wakeup_bytes;
-	int e = 0;
-	REUSE(v, traced, e);
-	REUSE(v, stacks, e);
-	REUSE(v, zero_stack, e);
-	REUSE(v, events, e);
-	REUSE(v, scratch, e);
-	REUSE(v, stats, e);
+	int e = share_maps(b, v->obj);
 	if (!e)
 		e = vfs_bpf__load(v);
 	if (!e)
@@ -377,13 +375,7 @@ static int load_syscalls(struct dc_bpf *b, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot open the syscall BPF object: %s", strerror(errno));
 		return -1;
 	}
-	int e = 0;
-	REUSE(b->sys, traced, e);
-	REUSE(b->sys, stacks, e);
-	REUSE(b->sys, zero_stack, e);
-	REUSE(b->sys, events, e);
-	REUSE(b->sys, scratch, e);
-	REUSE(b->sys, stats, e);
+	int e = share_maps(b, b->sys->obj);
 	b->sys->rodata->wakeup_bytes = b->skel->rodata->wakeup_bytes;
 	if (!e)
 		e = syscall_bpf__load(b->sys);

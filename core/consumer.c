@@ -27,6 +27,7 @@ struct dc_consumer {
 	int64_t mono_to_real_ns;
 	int failed;
 	int want_inodes;           /* a probe records inodes: map opened paths to them */
+	signed char *flags_arg;    /* per probe: index of its `uint flags` arg, -1 none */
 	uint64_t written, dropped, own_ids;
 	struct seen *seen;
 	size_t nseen, capseen;
@@ -212,10 +213,8 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 	r->nargs = 0;
 	r->used = 0;
 
-	int fdi = -1, dirfdi = -1, diri = -1, flagsi = -1, inoi = -1, devi = -1;
-	for (int i = 0; i < f->nargs; i++)
-		if (f->args[i].kind == DC_ARG_UINT && !strcmp(f->args[i].name, "flags"))
-			flagsi = i;
+	int fdi = -1, dirfdi = -1, diri = -1, inoi = -1, devi = -1;
+	int flagsi = c->flags_arg[e->probe];
 	for (int i = 0; i < f->nargs; i++) {
 		const struct dc_arg *a = &f->args[i];
 		uint64_t v = e->args[i];
@@ -379,14 +378,26 @@ struct dc_consumer *dc_consumer_new(struct dc_bpf *b, struct dc_writer *w,
 	c->w = w;
 	c->script = script;
 	c->mono_to_real_ns = mono_to_real_ns;
+	/* what the per-event path asks of each probe's description, found once here */
+	c->flags_arg = malloc(dc_bpf_nprobes(b) + 1);
+	if (!c->flags_arg) {
+		snprintf(err, errlen, "out of memory");
+		free(c);
+		return NULL;
+	}
 	for (unsigned i = 0; i < dc_bpf_nprobes(b); i++) {
 		const struct dc_func *f = dc_bpf_probe(b, i)->func;
-		for (int k = 0; k < f->nargs; k++)
+		c->flags_arg[i] = -1;
+		for (int k = 0; k < f->nargs; k++) {
 			c->want_inodes |= f->args[k].kind == DC_ARG_INO;
+			if (f->args[k].kind == DC_ARG_UINT && !strcmp(f->args[k].name, "flags"))
+				c->flags_arg[i] = k;
+		}
 	}
 	c->rb = ring_buffer__new(dc_bpf_ringbuf_fd(b), on_record, c, NULL);
 	if (!c->rb) {
 		snprintf(err, errlen, "cannot open the ring buffer: %s", strerror(errno));
+		free(c->flags_arg);
 		free(c);
 		return NULL;
 	}
@@ -446,6 +457,7 @@ void dc_consumer_free(struct dc_consumer *c)
 	if (!c)
 		return;
 	ring_buffer__free(c->rb);
+	free(c->flags_arg);
 	free(c->seen);
 	free(c);
 	dc_files_clear();

@@ -484,6 +484,20 @@ static void record_from_table(lua_State *L, struct dc_script *s, struct dc_recor
 	lua_pop(L, 1);
 }
 
+/* dc.emit / dc.counter: ev (the table at 1) as a record of the script's own. */
+static int emit(lua_State *L, int counter)
+{
+	struct dc_script *s = self(L);
+	luaL_checktype(L, 1, LUA_TTABLE);
+	if (!s->emit)
+		return luaL_error(L, "%s: tracing has not begun (call it from dc.on_event, "
+				  "dc.on_end or a timer)", counter ? "counter" : "emit");
+	lua_settop(L, 1);
+	record_from_table(L, s, s->emit_rec);
+	s->emit(s->emit_ctx, s->emit_rec, counter);
+	return 0;
+}
+
 /* dc.emit(ev): writes a complete event of the script's own (a phase marker, a summary),
  *   ev: { name, cat = "script", pid = the traced process, tid = pid, ts = now (us since
  *         the epoch), dur = 0 (us), path = nil, args = { key = integer|string|boolean } }
@@ -491,30 +505,14 @@ static void record_from_table(lua_State *L, struct dc_script *s, struct dc_recor
  * (in callbacks: dc.on_event, dc.on_end, luv timers); an error while the script loads. */
 static int l_emit(lua_State *L)
 {
-	struct dc_script *s = self(L);
-	luaL_checktype(L, 1, LUA_TTABLE);
-	if (!s->emit)
-		return luaL_error(L, "emit: tracing has not begun (call it from dc.on_event, "
-				  "dc.on_end or a timer)");
-	lua_settop(L, 1);
-	record_from_table(L, s, s->emit_rec);
-	s->emit(s->emit_ctx, s->emit_rec, 0);
-	return 0;
+	return emit(L, 0);
 }
 
 /* dc.counter(ev): writes a counter event (ph "C"): ev as for dc.emit, its args numbers
  * (e.g. { count = 12, size_sum = 4096 }); no id, no dur. Same rules as dc.emit. */
 static int l_counter(lua_State *L)
 {
-	struct dc_script *s = self(L);
-	luaL_checktype(L, 1, LUA_TTABLE);
-	if (!s->emit)
-		return luaL_error(L, "counter: tracing has not begun (call it from dc.on_event, "
-				  "dc.on_end or a timer)");
-	lua_settop(L, 1);
-	record_from_table(L, s, s->emit_rec);
-	s->emit(s->emit_ctx, s->emit_rec, 1);
-	return 0;
+	return emit(L, 1);
 }
 
 void dc_script_set_emitter(struct dc_script *s, dc_emit_fn fn, void *ctx, int root_pid)

@@ -166,7 +166,7 @@ static int add_kfunc_probes(struct session *s, const struct dc_probe_req *r, cha
 		}
 		if (dc_bpf_add_probe(s->bpf, l, fn, m == DC_KMECH_FENTRY ? "[fentry]" : "[kprobe]",
 				     idx, 0) < 0) {
-			snprintf(err, errlen, "too many probes");
+			snprintf(err, errlen, "too many probes (65536 functions at most): ask for fewer with dc.probe{ functions = ... }");
 			return -1;
 		}
 		total++;
@@ -219,7 +219,7 @@ static int resolve_probes(struct session *s, const char *binary, char *err, size
 		if (e) {
 			s->cmd_bad = bad && s->started;
 			if (e > 0)
-				snprintf(err, errlen, "too many probes");
+				snprintf(err, errlen, "too many probes (65536 functions at most): ask for fewer with dc.probe{ functions = ... }");
 			return -1;
 		}
 		total += ctx.visible;
@@ -654,8 +654,14 @@ int dc_session_run(const struct dc_opts *o)
 		goto out;
 	}
 	s->cons = dc_consumer_new(s->bpf, s->w, s->script, mono_to_real(), err, sizeof(err));
-	if (!s->cons || dc_bpf_trace_pid(s->bpf, s->child)) {
-		fail(s->cons ? "cannot mark the process traced" : err);
+	if (!s->cons) {
+		fail(err);
+		goto out;
+	}
+	if (dc_bpf_trace_pid(s->bpf, s->child)) {
+		snprintf(err, sizeof(err), "cannot add pid %d to the traced map: %s (nothing was "
+			 "traced; check `datacrumbs features`)", s->child, strerror(errno));
+		fail(err);
 		goto out;
 	}
 	int nattached = dc_bpf_attach(s->bpf, err, sizeof(err));
