@@ -24,6 +24,9 @@ struct dc_frame {
 	__u64 ts;
 	__u64 id;
 	__u64 iov_bytes;
+	__u64 aux;      /* cookie's aux value, read at entry or return */
+	__u32 aux_ok;   /* DC_F_AUX when aux was read */
+	__u32 pad;
 	__u64 args[DC_MAX_ARGS];
 };
 
@@ -130,6 +133,76 @@ static __always_inline void fd_inode(long fd, __u64 *ino, __u64 *dev)
 	*dev = user_dev(BPF_CORE_READ(i, i_sb, s_dev));
 }
 
+/* Reads the cookie's aux value through pointer p (+ the cookie's offset): 4 or 8 bytes.
+ * Returns DC_F_AUX with *out set, or 0 when p is NULL or the read faults. */
+static __always_inline __u32 read_aux(__u64 cookie, __u64 p, __u64 *out)
+{
+	*out = 0;
+	if (!p)
+		return 0;
+	p += DC_COOKIE_AUX_OFF(cookie);
+	if (DC_COOKIE_AUX_WIDE(cookie))
+		return bpf_probe_read_user(out, 8, (const void *)p) ? 0 : DC_F_AUX;
+	int v;
+	if (bpf_probe_read_user(&v, 4, (const void *)p))
+		return 0;
+	*out = (__u64)(long)v;
+	return DC_F_AUX;
+}
+
+/* f->args[idx] for an index the verifier cannot bound itself; 0 when out of range. */
+static __always_inline __u64 arg_at(const struct dc_frame *f, __u32 idx)
+{
+	__u64 v = 0;
+	for (int i = 0; i < DC_MAX_ARGS; i++)
+		if (i == idx)
+			v = f->args[i];
+	return v;
+}
+
+/* Sets f->args[idx] (idx < DC_MAX_ARGS, else nothing). */
+static __always_inline void arg_set(struct dc_frame *f, __u32 idx, __u64 v)
+{
+	for (int i = 0; i < DC_MAX_ARGS; i++)
+		if (i == idx)
+			f->args[i] = v;
+}
+
+/* The entry-time reads a cookie asks for: an argument's short string or pointed-to value
+ * in place of the pointer, and the aux value when it is read at entry. */
+static __always_inline void entry_reads(__u64 cookie, struct dc_frame *f)
+{
+	__u32 s = DC_COOKIE_STR_ARG(cookie) - 1, d = DC_COOKIE_DEREF_ARG(cookie) - 1;
+	__u32 a = DC_COOKIE_AUX_SRC(cookie) - 1;
+	f->aux = 0;
+	f->aux_ok = 0;
+	if (a < DC_MAX_ARGS && !DC_COOKIE_AUX_LATE(cookie))
+		f->aux_ok = read_aux(cookie, arg_at(f, a), &f->aux);
+	if (s < DC_MAX_ARGS) {
+		__u64 v = 0;
+		bpf_probe_read_user_str(&v, sizeof(v), (const void *)arg_at(f, s));
+		arg_set(f, s, v);
+	}
+	if (d < DC_MAX_ARGS) {
+		__u64 v = 0;
+		if (bpf_probe_read_user(&v, sizeof(v),
+					(const void *)(arg_at(f, d) + DC_COOKIE_DEREF_OFF(cookie))))
+			v = 0;
+		arg_set(f, d, v);
+	}
+}
+
+/* The return-time read of the aux value: through the returned pointer or an out-pointer
+ * argument (whose target the call has filled in by now). */
+static __always_inline void return_reads(__u64 cookie, struct dc_frame *f, long ret)
+{
+	__u32 a = DC_COOKIE_AUX_SRC(cookie);
+	if (a == DC_AUX_RET)
+		f->aux_ok = read_aux(cookie, ret, &f->aux);
+	else if (a >= 1 && a <= DC_MAX_ARGS && DC_COOKIE_AUX_LATE(cookie))
+		f->aux_ok = read_aux(cookie, arg_at(f, a - 1), &f->aux);
+}
+
 /* A probed call starts on the current thread: push a frame with its attach cookie,
  * id, argument registers and (for iovec calls) the bytes asked. Untraced processes
  * return at once. */
@@ -174,6 +247,10 @@ static __always_inline void call_enter(__u64 cookie, __u64 a0, __u64 a1, __u64 a
 	__u32 iov = DC_COOKIE_IOV(cookie) - 1, cnt = DC_COOKIE_IOVCNT(cookie) - 1;
 	if (iov < DC_MAX_ARGS && cnt < DC_MAX_ARGS)
 		f->iov_bytes = iov_sum((const struct iovec *)f->args[iov], f->args[cnt]);
+	if (cookie >> 32)
+		entry_reads(cookie, f);
+	else
+		f->aux_ok = 0;
 	st->depth = d + 1;
 	f->ts = bpf_ktime_get_ns();
 }
@@ -194,10 +271,11 @@ static __always_inline void fill_call(struct dc_event *e, struct dc_frame *f, __
 	e->path_len = 0;
 	e->ret = ret;
 	e->iov_bytes = f->iov_bytes;
-	e->flags = 0;
+	e->flags = f->aux_ok;
 	e->pad = 0;
 	e->ino = 0;
 	e->dev = 0;
+	e->aux = f->aux_ok ? f->aux : 0;
 	for (int i = 0; i < DC_MAX_ARGS; i++)
 		e->args[i] = f->args[i];
 }
@@ -223,7 +301,7 @@ static __always_inline void flush_stack(__u32 tgid, __u32 tid)
 		}
 		fill_call(e, f, tgid, tid, d, d > 0 ? st->f[(d - 1) & (DC_MAX_DEPTH - 1)].id : 0,
 			  now, 0);
-		e->flags = DC_F_UNFINISHED;
+		e->flags |= DC_F_UNFINISHED;
 		bpf_ringbuf_submit(e, 0);
 	}
 	bpf_map_delete_elem(&stacks, &tid);
@@ -263,6 +341,8 @@ static __always_inline void call_return(__u64 cookie, long ret)
 	}
 	__u64 parent = d > 0 ? st->f[(d - 1) & (DC_MAX_DEPTH - 1)].id : 0;
 	__u32 path = DC_COOKIE_PATH(cookie) - 1;
+	if (cookie >> 32)
+		return_reads(cookie, f, ret);
 
 	__u32 zero = 0;
 	struct dc_path_event *sc = path < DC_MAX_ARGS ? bpf_map_lookup_elem(&scratch, &zero) : NULL;
@@ -286,8 +366,11 @@ static __always_inline void call_return(__u64 cookie, long ret)
 		} else {
 			fill_call(&pe->e, f, tgid, tid, d, parent, now, ret);
 			pe->e.path_len = n > 0 ? n : 0;
-			if ((cookie & DC_COOKIE_OPENS) && ret >= 0)
-				fd_inode(ret, &pe->e.ino, &pe->e.dev);
+			/* the new fd: the return value, or a returned FILE's (aux) */
+			long fd = DC_COOKIE_AUX_SRC(cookie) == DC_AUX_RET ?
+				  (pe->e.flags & DC_F_AUX ? (long)pe->e.aux : -1) : ret;
+			if ((cookie & DC_COOKIE_OPENS) && fd >= 0)
+				fd_inode(fd, &pe->e.ino, &pe->e.dev);
 			bpf_ringbuf_submit(pe, submit_flags());
 		}
 	} else {
@@ -332,6 +415,7 @@ static __always_inline int emit_record(__u64 cookie, __u32 tgid, __u32 tid, __u6
 	e->pad = 0;
 	e->ino = 0;
 	e->dev = 0;
+	e->aux = 0;
 	for (int i = 0; i < DC_MAX_ARGS; i++)
 		e->args[i] = args[i];
 	bpf_ringbuf_submit(e, submit_flags());

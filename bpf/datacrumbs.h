@@ -24,6 +24,16 @@ enum dc_kind {
  *   bits 24..27  1 + index of the argument that is the iovec count
  *   bit  28      always set, so that no cookie is 0
  *   bit  29      the call returns a new fd (open effect): its inode is read at return
+ *   bits 32..35  aux source: 1 + index of the argument the aux value is read through,
+ *                DC_AUX_RET: through the return value (a returned pointer); 0: none
+ *   bit  36      the aux value is 8 bytes (else a 4-byte C int, sign-extended)
+ *   bit  37      read the aux value when the call returns (an out-pointer argument)
+ *   bits 40..47  byte offset added to the pointer before reading the aux value
+ *   bits 48..55  byte offset for the in-place read (bits 60..63)
+ *   bits 56..59  1 + index of a short string argument: its first 7 bytes (and a NUL)
+ *                replace the pointer in args[] at entry (fopen's mode "r+")
+ *   bits 60..63  1 + index of a pointer argument replaced in args[] at entry by the 8 bytes
+ *                it points to (+ offset bits 48..55): an MPI datatype's size
  */
 #define DC_COOKIE(probe, path1, iov1, iovcnt1) \
 	((unsigned long long)(probe) | ((unsigned long long)(path1) << 16) | \
@@ -35,6 +45,20 @@ enum dc_kind {
 #define DC_COOKIE_PATH(c)   ((unsigned int)(((c) >> 16) & 0xf))
 #define DC_COOKIE_IOV(c)    ((unsigned int)(((c) >> 20) & 0xf))
 #define DC_COOKIE_IOVCNT(c) ((unsigned int)(((c) >> 24) & 0xf))
+#define DC_AUX_RET 7
+#define DC_COOKIE_AUX(src, wide, at_return, off) \
+	(((unsigned long long)(src) << 32) | ((unsigned long long)!!(wide) << 36) | \
+	 ((unsigned long long)!!(at_return) << 37) | ((unsigned long long)((off) & 0xff) << 40))
+#define DC_COOKIE_STR(idx1)         ((unsigned long long)(idx1) << 56)
+#define DC_COOKIE_DEREF(idx1, off)  (((unsigned long long)(idx1) << 60) | \
+				     ((unsigned long long)((off) & 0xff) << 48))
+#define DC_COOKIE_AUX_SRC(c)   ((unsigned int)(((c) >> 32) & 0xf))
+#define DC_COOKIE_AUX_WIDE(c)  ((unsigned int)(((c) >> 36) & 1))
+#define DC_COOKIE_AUX_LATE(c)  ((unsigned int)(((c) >> 37) & 1))
+#define DC_COOKIE_AUX_OFF(c)   ((unsigned int)(((c) >> 40) & 0xff))
+#define DC_COOKIE_DEREF_OFF(c) ((unsigned int)(((c) >> 48) & 0xff))
+#define DC_COOKIE_STR_ARG(c)   ((unsigned int)(((c) >> 56) & 0xf))
+#define DC_COOKIE_DEREF_ARG(c) ((unsigned int)(((c) >> 60) & 0xf))
 
 /* One ring buffer record. Calls with a path argument are followed in the same record by
  * path_len bytes of the string (NUL included): the record is then a struct dc_path_event
@@ -56,6 +80,9 @@ struct dc_event {
 	unsigned int pad;
 	unsigned long long ino;   /* open calls: the inode of the returned fd (0: unknown) */
 	unsigned long long dev;   /* and its device, st_dev encoding */
+	unsigned long long aux;   /* the value read through a pointer (cookie bits 32..47): a
+				     FILE's fd, an out-pointer's handle or size; valid with
+				     DC_F_AUX */
 	unsigned long long args[DC_MAX_ARGS]; /* raw argument registers at entry */
 };
 
@@ -63,6 +90,7 @@ struct dc_event {
 #define DC_F_UNFINISHED 1   /* the thread exited inside the call (killed, exit()): no ret */
 #define DC_F_ASYNC      2   /* a block request that completed after the call that issued
 			       it returned (readahead, writeback): not nested in it */
+#define DC_F_AUX        4   /* aux holds a value read (the read did not fault) */
 
 struct dc_path_event {
 	struct dc_event e;

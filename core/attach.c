@@ -1,8 +1,10 @@
 /* attach.c: loads bpf/uprobe.bpf.c (skeleton), attaches uprobes/uretprobes by file
  * offset with attach cookies, tracks traced tgids, and tears everything down. */
 #include "attach.h"
+#include "mpi.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,15 +137,47 @@ int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
 	snprintf(p->library, sizeof(p->library), "%s", library);
 	p->offset = offset;
 	p->hidden = hidden;
+	p->mpi = DC_MPI_NONE;
+	for (int i = 0; i < func->nargs; i++)
+		if (func->args[i].kind == DC_ARG_DATATYPE || func->args[i].kind == DC_ARG_STATUS) {
+			struct dc_mpi_abi abi;
+			p->mpi = dc_mpi_abi(library, &abi);
+		}
 	return b->nprobes++;
 }
 
-/* The attach cookie of probe idx: its index and which arguments need reading in BPF. */
+/* The attach cookie of probe idx: its index and which arguments need reading in BPF
+ * (bpf/datacrumbs.h). A FILE *'s fd is glibc's struct _IO_FILE._fileno (<stdio.h>). */
 static uint64_t cookie_of(const struct dc_probe *p, unsigned idx)
 {
 	unsigned path = 0, iov = 0, iovcnt = 0;
+	uint64_t more = 0;
+	struct dc_mpi_abi abi = { DC_MPI_NONE, 0, -1 };
+	if (p->mpi)
+		dc_mpi_abi(p->library, &abi);
 	for (int i = 0; i < p->func->nargs; i++) {
 		switch (p->func->args[i].kind) {
+		case DC_ARG_FILE:
+			more |= DC_COOKIE_AUX(i + 1, 0, 0, offsetof(FILE, _fileno));
+			break;
+		case DC_ARG_HANDLE_IN:
+			more |= DC_COOKIE_AUX(i + 1, 1, 0, 0);
+			break;
+		case DC_ARG_HANDLE_OUT:
+		case DC_ARG_LONG_OUT:
+			more |= DC_COOKIE_AUX(i + 1, 1, 1, 0);
+			break;
+		case DC_ARG_STATUS:
+			if (abi.flavor)
+				more |= DC_COOKIE_AUX(i + 1, 1, 1, abi.status_off);
+			break;
+		case DC_ARG_STR:
+			more |= DC_COOKIE_STR(i + 1);
+			break;
+		case DC_ARG_DATATYPE:
+			if (abi.flavor == DC_MPI_OPENMPI && abi.dtype_off >= 0)
+				more |= DC_COOKIE_DEREF(i + 1, abi.dtype_off);
+			break;
 		case DC_ARG_PATH:
 			if (!path)
 				path = i + 1;
@@ -158,8 +192,12 @@ static uint64_t cookie_of(const struct dc_probe *p, unsigned idx)
 			break;
 		}
 	}
-	return DC_COOKIE(idx, path, iov, iovcnt) |
-	       (p->func->effect == DC_FX_OPEN ? DC_COOKIE_OPENS : 0);
+	if (p->func->effect == DC_FX_FOPEN) /* the fd inside the FILE * it returns */
+		more = (more & ~DC_COOKIE_AUX(0xf, 1, 1, 0xff)) |
+		       DC_COOKIE_AUX(DC_AUX_RET, 0, 0, offsetof(FILE, _fileno));
+	return DC_COOKIE(idx, path, iov, iovcnt) | more |
+	       (p->func->effect == DC_FX_OPEN || p->func->effect == DC_FX_FOPEN ?
+		DC_COOKIE_OPENS : 0);
 }
 
 /* Attaches probes [from, to) that live in one library with two uprobe_multi links.

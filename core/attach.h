@@ -15,6 +15,7 @@ struct dc_probe {
 	char library[512];   /* the file the uprobe sits in */
 	uint64_t offset;     /* file offset of the function */
 	int hidden;          /* attached only to keep the fd tables right: no event written */
+	int mpi;             /* enum dc_mpi_flavor of the library, for MPI datatype/status args */
 };
 
 struct dc_bpf;

@@ -244,7 +244,8 @@ int dc_check_main(int argc, char **argv)
 		if (r->layer->mechanism == DC_MECH_KERNEL)
 			e = check_kfuncs(&c, r);
 		else
-			e = dc_resolve_req(r, binary, 0, add_resolved, &c, &bad, err, sizeof(err));
+			e = dc_resolve_req(r, binary, cmd ? cmd + 1 : NULL, 0, add_resolved, &c,
+					   &bad, err, sizeof(err));
 		if (e) {
 			if (!err[0])
 				snprintf(err, sizeof(err), "out of memory");

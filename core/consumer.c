@@ -10,6 +10,7 @@
 #include <bpf/libbpf.h>
 
 #include "fdtable.h"
+#include "mpi.h"
 #include "record.h"
 
 #define NAME_SLOTS 4096  /* open addressing; pids and threads seen, grows by rehash */
@@ -17,6 +18,8 @@
 struct seen {
 	uint64_t key;   /* pid << 32 | tid, 0: empty */
 	char name[48];  /* process name (tid 0 entries) */
+	int rank;       /* MPI rank from the environment at exec, -1 unknown */
+	int ranked;     /* its PR record is written */
 };
 
 struct dc_consumer {
@@ -27,6 +30,7 @@ struct dc_consumer {
 	int64_t mono_to_real_ns;
 	int failed;
 	int want_inodes;           /* a probe records inodes: map opened paths to them */
+	int want_ranks;            /* a probe has the `rank` effect (MPI_Init) */
 	signed char *flags_arg;    /* per probe: index of its `uint flags` arg, -1 none */
 	uint64_t written, dropped, own_ids;
 	struct seen *seen;
@@ -71,6 +75,7 @@ static struct seen *seen_slot(struct dc_consumer *c, uint64_t key, int *added)
 	*added = !c->seen[j].key;
 	if (*added) {
 		c->seen[j].key = key;
+		c->seen[j].rank = -1;
 		c->nseen++;
 	}
 	return &c->seen[j];
@@ -85,6 +90,24 @@ static void name_process(struct dc_consumer *c, int pid, const char *name)
 		return;
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	dc_writer_meta(c->w, "process_name", pid, pid, s->name, "process_name");
+}
+
+/* MPI_Init returned in pid: the process is a rank. Names it "Rank N" (process_name) and
+ * writes a PR record {"name":"rank","value":"N"} once, N from its environment (read at
+ * exec, or now). */
+static void mark_rank(struct dc_consumer *c, int pid)
+{
+	int added;
+	struct seen *s = seen_slot(c, (uint64_t)pid << 32, &added);
+	int rank = s->rank >= 0 ? s->rank : dc_mpi_env_rank(pid);
+	if (s->ranked || rank < 0)
+		return;
+	s->ranked = 1;
+	char name[32], value[16];
+	snprintf(name, sizeof(name), "Rank %d", rank);
+	snprintf(value, sizeof(value), "%d", rank);
+	name_process(c, pid, name);
+	dc_writer_meta(c->w, "PR", pid, pid, "rank", value);
 }
 
 /* Writes a thread_name record the first time a thread is seen. */
@@ -128,38 +151,64 @@ static void write_record(struct dc_consumer *c, const struct dc_record *r)
 /* Was the call successful, judging by its return value? */
 static int call_ok(const struct dc_func *f, int64_t ret)
 {
+	if (f->ret_kind == DC_RET_ERRCODE)
+		return ret == 0;
+	if (f->ret_kind == DC_RET_VOID)
+		return 1;
 	return f->ret_kind == DC_RET_POINTER ? (ret != 0 && ret != -1) : ret >= 0;
 }
 
-/* Applies what a successful call does to the process's fds, DIR streams and cwd. */
-static void apply_effect(struct dc_proc_files *pf, const struct dc_func *f,
-			 const struct dc_event *e, int64_t ret, const char *path, int fdi,
-			 int want_inodes)
+/* What on_call learned from an event's args for the path and the effect. */
+struct decoded {
+	int fdi, dirfdi, inoi, devi;
+	int64_t fd;          /* a FILE *'s fd (aux), -1 none */
+	int has_handle;
+	uint64_t handle;     /* DIR *, MPI_File: the handle the event is about */
+	int has_new;
+	uint64_t new_handle; /* the handle a `handle_out` arg received */
+};
+
+/* Applies what a successful call does to the process's fds, handles and cwd. */
+static void apply_effect(struct dc_consumer *c, struct dc_proc_files *pf,
+			 const struct dc_func *f, const struct dc_event *e, int64_t ret,
+			 const char *path, const struct decoded *d)
 {
+	int fdi = d->fdi;
 	int64_t fd = fdi >= 0 ? (int)e->args[fdi] : -1;
-	const char *fdpath = fdi >= 0 ? dc_files_fd(pf, fd) : NULL;
+	const char *fdpath = fdi >= 0 ? dc_files_fd_at(pf, fd, e->ts) : NULL;
 	switch (f->effect) {
+	case DC_FX_FOPEN:
+		if (!(e->flags & DC_F_AUX) || (int)e->aux < 0) /* fmemopen: no fd */
+			break;
+		ret = (int)e->aux;
+		__attribute__((fallthrough)); /* the FILE's fd opens the path */
 	case DC_FX_OPEN:
-		dc_files_set_fd(pf, ret, path);
+		dc_files_set_fd_at(pf, ret, path, e->ts);
 		/* for page cache and VFS events, which know only the inode */
-		if (path && e->ino)
+		if (!path)
+			break;
+		if (e->ino)
 			dc_files_set_inode(e->dev, e->ino, path);
-		else if (path && want_inodes)
+		else if (c->want_inodes)
 			dc_files_note_inode(path);
 		break;
 	case DC_FX_CLOSE:
-		dc_files_set_fd(pf, fd, NULL);
+		dc_files_set_fd_at(pf, fd, NULL, e->ts);
+		break;
+	case DC_FX_FCLOSE:
+		if (d->fd >= 0)
+			dc_files_set_fd_at(pf, d->fd, NULL, e->ts);
 		break;
 	case DC_FX_DUP:
-		dc_files_set_fd(pf, ret, fdpath);
+		dc_files_set_fd_at(pf, ret, fdpath, e->ts);
 		break;
 	case DC_FX_DUP2:
 		if ((int)e->args[1] != fd)
-			dc_files_set_fd(pf, (int)e->args[1], fdpath);
+			dc_files_set_fd_at(pf, (int)e->args[1], fdpath, e->ts);
 		break;
 	case DC_FX_FCNTL:
 		if ((int)e->args[1] == F_DUPFD || (int)e->args[1] == F_DUPFD_CLOEXEC)
-			dc_files_set_fd(pf, ret, fdpath);
+			dc_files_set_fd_at(pf, ret, fdpath, e->ts);
 		break;
 	case DC_FX_CHDIR:
 		if (path)
@@ -176,9 +225,16 @@ static void apply_effect(struct dc_proc_files *pf, const struct dc_func *f,
 		dc_files_set_dir(pf, (uint64_t)ret, fdpath);
 		break;
 	case DC_FX_CLOSEDIR:
-		for (int i = 0; i < f->nargs; i++)
-			if (f->args[i].kind == DC_ARG_DIR)
-				dc_files_set_dir(pf, e->args[i], NULL);
+	case DC_FX_HCLOSE:
+		if (d->has_handle)
+			dc_files_set_dir(pf, d->handle, NULL);
+		break;
+	case DC_FX_HOPEN:
+		if (d->has_new && path)
+			dc_files_set_dir(pf, d->new_handle, path);
+		break;
+	case DC_FX_RANK:
+		mark_rank(c, e->pid);
 		break;
 	case DC_FX_NONE:
 		break;
@@ -213,19 +269,21 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 	r->nargs = 0;
 	r->used = 0;
 
-	int fdi = -1, dirfdi = -1, diri = -1, inoi = -1, devi = -1;
+	struct decoded d = { -1, -1, -1, -1, -1, 0, 0, 0, 0 };
 	int flagsi = c->flags_arg[e->probe];
+	int64_t size = -1, nmemb = -1, elems = -1, tsize = -1;
+	int aux = (e->flags & DC_F_AUX) != 0;
 	for (int i = 0; i < f->nargs; i++) {
 		const struct dc_arg *a = &f->args[i];
 		uint64_t v = e->args[i];
 		switch (a->kind) {
 		case DC_ARG_FD:
-			if (fdi < 0)
-				fdi = i;
+			if (d.fdi < 0)
+				d.fdi = i;
 			dc_rec_int(r, a->name, (int)v);
 			break;
 		case DC_ARG_DIRFD:
-			dirfdi = i;
+			d.dirfdi = i;
 			dc_rec_int(r, a->name, (int)v);
 			break;
 		case DC_ARG_INT:
@@ -247,22 +305,77 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 			dc_rec_int(r, "count", (int64_t)e->iov_bytes);
 			break;
 		case DC_ARG_DIR:
-			diri = i;
+		case DC_ARG_HANDLE:
+			d.has_handle = 1;
+			d.handle = v;
+			break;
+		case DC_ARG_HANDLE_IN:
+			d.has_handle = aux;
+			d.handle = e->aux;
+			break;
+		case DC_ARG_HANDLE_OUT:
+			d.has_new = aux;
+			d.new_handle = e->aux;
+			break;
+		case DC_ARG_LONG_OUT:
+			if (aux)
+				dc_rec_int(r, a->name, (int64_t)e->aux);
+			break;
+		case DC_ARG_FILE:
+			if (aux && (int)e->aux >= 0)
+				d.fd = (int)e->aux;
+			break;
+		case DC_ARG_STR: { /* BPF put the string's first bytes in place of the pointer */
+			char s8[sizeof(v) + 1] = { 0 };
+			memcpy(s8, &v, sizeof(v));
+			const char *k = dc_rec_keep(r, s8, strlen(s8));
+			if (k)
+				dc_rec_str(r, a->name, k);
+			break;
+		}
+		case DC_ARG_SIZE:
+			size = (int64_t)v;
+			dc_rec_int(r, a->name, size);
+			break;
+		case DC_ARG_NMEMB:
+			nmemb = (int64_t)v;
+			dc_rec_int(r, a->name, nmemb);
+			break;
+		case DC_ARG_ELEMS:
+			elems = (int)v;
+			dc_rec_int(r, a->name, elems);
+			break;
+		case DC_ARG_DATATYPE:
+			tsize = dc_mpi_type_size(pr->mpi, v);
+			break;
+		case DC_ARG_STATUS:
+			if (aux && pr->mpi)
+				dc_rec_int(r, a->name, dc_mpi_status_bytes(pr->mpi, e->aux));
 			break;
 		case DC_ARG_INO:
-			inoi = i;
+			d.inoi = i;
 			dc_rec_int(r, a->name, (int64_t)v);
 			break;
 		case DC_ARG_DEV:
-			devi = i;
+			d.devi = i;
 			dc_rec_int(r, a->name, (int64_t)v);
 			break;
 		case DC_ARG_PATH:
 		case DC_ARG_NONE:
+		case DC_ARG_NKINDS:
 			break;
 		}
 	}
-	int64_t ret = f->ret_kind == DC_RET_INT ? (int)e->ret : e->ret;
+	if (f->effect == DC_FX_FOPEN)
+		d.fd = aux && (int)e->aux >= 0 ? (int)e->aux : -1; /* the returned FILE's */
+	if (d.fd >= 0)
+		dc_rec_int(r, "fd", d.fd);
+	if (size >= 0 && nmemb >= 0)
+		dc_rec_int(r, "count", size * nmemb); /* bytes asked */
+	if (elems >= 0 && tsize >= 0)
+		dc_rec_int(r, "count", elems * tsize);
+	int64_t ret = f->ret_kind == DC_RET_INT || f->ret_kind == DC_RET_ERRCODE ?
+		      (int)e->ret : e->ret;
 	if (pr->layer->mechanism == DC_MECH_TRACEPOINT) {
 		/* a kernel event, not a call: no return value */
 		if (e->flags & DC_F_ASYNC)
@@ -279,19 +392,22 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		dc_rec_int(r, "ret", -1);
 		dc_rec_int(r, "errno", -ret);
 		ret = -1;
-	} else {
+	} else if (f->ret_kind != DC_RET_VOID) {
 		dc_rec_int(r, "ret", ret);
 	}
 
 	if (epath) {
-		r->path = dc_files_resolve(pf, dirfdi >= 0, dirfdi >= 0 ? (int)e->args[dirfdi] : 0,
+		r->path = dc_files_resolve(pf, d.dirfdi >= 0,
+					   d.dirfdi >= 0 ? (int)e->args[d.dirfdi] : 0,
 					   epath, c->path, sizeof(c->path));
-	} else if (fdi >= 0) {
-		r->path = dc_files_fd(pf, (int)e->args[fdi]);
-	} else if (diri >= 0) {
-		r->path = dc_files_dir(pf, e->args[diri]);
-	} else if (inoi >= 0 && devi >= 0) {
-		r->path = dc_files_inode(e->args[devi], e->args[inoi]);
+	} else if (d.fdi >= 0) {
+		r->path = dc_files_fd_at(pf, (int)e->args[d.fdi], e->ts);
+	} else if (d.fd >= 0) {
+		r->path = dc_files_fd_at(pf, d.fd, e->ts);
+	} else if (d.has_handle) {
+		r->path = dc_files_dir(pf, d.handle);
+	} else if (d.inoi >= 0 && d.devi >= 0) {
+		r->path = dc_files_inode(e->args[d.devi], e->args[d.inoi]);
 	}
 	if (r->path) { /* the fd table may change below: keep our own copy */
 		const char *k = dc_rec_keep(r, r->path, strlen(r->path));
@@ -300,7 +416,7 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 	int finished = !(e->flags & DC_F_UNFINISHED) &&
 		       !(pr->layer->mechanism != DC_MECH_UPROBE && ret <= -512 && ret >= -516);
 	if (f->effect != DC_FX_NONE && finished && call_ok(f, ret))
-		apply_effect(pf, f, e, ret, r->path, fdi, c->want_inodes);
+		apply_effect(c, pf, f, e, ret, r->path, &d);
 	if (pr->hidden)
 		return;
 
@@ -331,6 +447,8 @@ static void on_process(struct dc_consumer *c, const struct dc_event *e, const ch
 	case DC_EV_EXEC:
 		if (epath)
 			name_process(c, e->pid, base_name(epath));
+		if (c->want_ranks) /* now, while the new program surely runs */
+			seen_slot(c, (uint64_t)e->pid << 32, &added)->rank = dc_mpi_env_rank(e->pid);
 		if (c->script)
 			dc_script_process(c->script, "exec", e->pid, 0, epath ? base_name(epath) : NULL, 0);
 		break;
@@ -388,6 +506,7 @@ struct dc_consumer *dc_consumer_new(struct dc_bpf *b, struct dc_writer *w,
 	for (unsigned i = 0; i < dc_bpf_nprobes(b); i++) {
 		const struct dc_func *f = dc_bpf_probe(b, i)->func;
 		c->flags_arg[i] = -1;
+		c->want_ranks |= f->effect == DC_FX_RANK;
 		for (int k = 0; k < f->nargs; k++) {
 			c->want_inodes |= f->args[k].kind == DC_ARG_INO;
 			if (f->args[k].kind == DC_ARG_UINT && !strcmp(f->args[k].name, "flags"))

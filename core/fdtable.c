@@ -16,10 +16,20 @@ struct dir_entry {
 	char *path;
 };
 
+/* One fd: its path now, and the path it had before its last close, so that an event
+ * that started before that close (fclose, whose nested close(2) returns first) still
+ * finds it. Times are the calls' entry times, ns (CLOCK_MONOTONIC). */
+struct fd_slot {
+	char *path;      /* NULL: unknown or closed */
+	uint64_t opened; /* when the call that opened it started (0: before we looked) */
+	char *old;       /* the path before the last close, NULL none */
+	uint64_t closed; /* when the call that closed it started */
+};
+
 struct dc_proc_files {
 	int pid;
 	char *cwd;
-	char **fds;      /* indexed by fd, NULL: unknown */
+	struct fd_slot *fds; /* indexed by fd */
 	long nfds;
 	struct dir_entry *dirs;
 	int ndirs, capdirs;
@@ -88,8 +98,10 @@ struct dc_proc_files *dc_files_get(int pid)
 
 static void free_proc(struct dc_proc_files *p)
 {
-	for (long i = 0; i < p->nfds; i++)
-		free(p->fds[i]);
+	for (long i = 0; i < p->nfds; i++) {
+		free(p->fds[i].path);
+		free(p->fds[i].old);
+	}
 	for (int i = 0; i < p->ndirs; i++)
 		free(p->dirs[i].path);
 	free(p->fds);
@@ -179,8 +191,8 @@ void dc_files_fork(int parent, int child)
 		return;
 	dc_files_set_cwd(c, pp->cwd);
 	for (long i = 0; i < pp->nfds; i++)
-		if (pp->fds[i])
-			dc_files_set_fd(c, i, pp->fds[i]);
+		if (pp->fds[i].path)
+			dc_files_set_fd(c, i, pp->fds[i].path);
 	for (int i = 0; i < pp->ndirs; i++)
 		dc_files_set_dir(c, pp->dirs[i].dirp, pp->dirs[i].path);
 }
@@ -246,7 +258,7 @@ const char *dc_files_cwd(const struct dc_proc_files *p)
 	return p->cwd;
 }
 
-void dc_files_set_fd(struct dc_proc_files *p, long fd, const char *abs)
+void dc_files_set_fd_at(struct dc_proc_files *p, long fd, const char *abs, uint64_t ts)
 {
 	if (fd < 0 || fd > (1L << 24))
 		return;
@@ -256,20 +268,43 @@ void dc_files_set_fd(struct dc_proc_files *p, long fd, const char *abs)
 		long n = p->nfds ? p->nfds : 16;
 		while (n <= fd)
 			n *= 2;
-		p->fds = xrealloc(p->fds, n * sizeof(char *));
-		memset(p->fds + p->nfds, 0, (n - p->nfds) * sizeof(char *));
+		p->fds = xrealloc(p->fds, n * sizeof(*p->fds));
+		memset(p->fds + p->nfds, 0, (n - p->nfds) * sizeof(*p->fds));
 		p->nfds = n;
 	}
+	struct fd_slot *s = &p->fds[fd];
 	char *c = abs ? xstrdup(abs) : NULL;
-	free(p->fds[fd]);
-	p->fds[fd] = c;
+	if (s->path) { /* closed, or replaced (dup2): remember what it was */
+		free(s->old);
+		s->old = s->path;
+		s->closed = ts;
+	}
+	s->path = c;
+	s->opened = ts;
+}
+
+void dc_files_set_fd(struct dc_proc_files *p, long fd, const char *abs)
+{
+	dc_files_set_fd_at(p, fd, abs, 0);
+}
+
+const char *dc_files_fd_at(const struct dc_proc_files *p, long fd, uint64_t ts)
+{
+	if (fd < 0 || fd >= p->nfds)
+		return NULL;
+	const struct fd_slot *s = &p->fds[fd];
+	if (s->path && s->opened <= ts)
+		return s->path;
+	if (s->old && s->closed >= ts)
+		return s->old;
+	return s->path;
 }
 
 const char *dc_files_fd(const struct dc_proc_files *p, long fd)
 {
 	if (fd < 0 || fd >= p->nfds)
 		return NULL;
-	return p->fds[fd];
+	return p->fds[fd].path;
 }
 
 void dc_files_set_dir(struct dc_proc_files *p, uint64_t dirp, const char *abs)

@@ -27,6 +27,13 @@ const char *dc_files_cwd(const struct dc_proc_files *p);
 void dc_files_set_fd(struct dc_proc_files *p, long fd, const char *abs);
 /* The path of fd, or NULL when unknown. */
 const char *dc_files_fd(const struct dc_proc_files *p, long fd);
+/* The same for events: ts is the entry time (ns, any clock, as long as it is the same
+ * for all calls) of the call that opened (abs) or closed (NULL) fd. */
+void dc_files_set_fd_at(struct dc_proc_files *p, long fd, const char *abs, uint64_t ts);
+/* The path fd had for a call that started at ts: the path before the fd's last close
+ * when that close came from a call that started later (a call nested in this one, whose
+ * event arrives first: fclose's close(2)). NULL when unknown. */
+const char *dc_files_fd_at(const struct dc_proc_files *p, long fd, uint64_t ts);
 /* DIR * (a user address) -> path; path NULL forgets it. */
 void dc_files_set_dir(struct dc_proc_files *p, uint64_t dirp, const char *abs);
 const char *dc_files_dir(const struct dc_proc_files *p, uint64_t dirp);

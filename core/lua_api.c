@@ -186,7 +186,9 @@ static struct dc_script *self(lua_State *L)
 
 /* dc.probe(spec): asks for uprobes on functions of a layer's probe description.
  *   spec: a layer name ("posix"), or a table
- *     { layer = "posix", functions = { "open", "read" } (optional: all when absent) }
+ *     { layer = "posix", functions = { "open", "read" } (optional: all when absent),
+ *       fds_only = true (optional: no events, only the calls that open, close or dup
+ *       fds, attached to keep the fd-to-path tables right for other layers) }
  * The functions are attached once the script has run, in the library the command loads.
  * Errors (with the caller's file:line): unknown layer, a bad description file, a function
  * the description does not have. Returns nothing. */
@@ -216,8 +218,18 @@ static int l_probe(lua_State *L)
 	snprintf(req.where, sizeof(req.where), "%s", lua_tostring(L, -1));
 	lua_pop(L, 1);
 	if (lua_type(L, 1) == LUA_TTABLE) {
+		lua_getfield(L, 1, "fds_only");
+		int fds_only = lua_toboolean(L, -1);
+		lua_pop(L, 1);
 		lua_getfield(L, 1, "functions");
-		if (!lua_isnil(L, -1)) {
+		if (fds_only && !lua_isnil(L, -1))
+			return luaL_error(L, "probe: spec.fds_only and spec.functions exclude each "
+					  "other");
+		if (fds_only) {
+			req.funcs = calloc(1, sizeof(char *)); /* none shown; the rest hidden */
+			if (!req.funcs)
+				return luaL_error(L, "probe: out of memory");
+		} else if (!lua_isnil(L, -1)) {
 			if (!lua_istable(L, -1))
 				return luaL_error(L, "probe: spec.functions must be a list of function "
 						  "names, e.g. { \"open\", \"read\" }");
@@ -256,7 +268,7 @@ static int l_probe(lua_State *L)
  *                  soname prefix as the command loads it ("libhdf5.so"),
  *           args = { "int step", "path name", ... } (KIND NAME, as in docs/probes.md,
  *                  the same for every function matched),
- *           ret = "int" | "long" | "pointer" (default "long"),
+ *           ret = "int" | "long" | "pointer" | "errcode" | "void" (default "long"),
  *           layer = "APP" (the events' cat) }
  * The globs are matched against the file's symbols once the run starts; a glob that
  * matches nothing gets a warning. Errors (caller's file:line): a bad arg, kind or ret. */
@@ -295,8 +307,13 @@ static int l_uprobe(lua_State *L)
 		l->tmpl.ret_kind = DC_RET_INT;
 	else if (!strcmp(ret, "pointer"))
 		l->tmpl.ret_kind = DC_RET_POINTER;
+	else if (!strcmp(ret, "errcode"))
+		l->tmpl.ret_kind = DC_RET_ERRCODE;
+	else if (!strcmp(ret, "void"))
+		l->tmpl.ret_kind = DC_RET_VOID;
 	else if (strcmp(ret, "long"))
-		return luaL_error(L, "uprobe: unknown ret '%s' (int, long or pointer)", ret);
+		return luaL_error(L, "uprobe: unknown ret '%s' (int, long, pointer, errcode or "
+				  "void)", ret);
 	lua_pop(L, 1);
 	lua_getfield(L, 1, "args");
 	if (!lua_isnil(L, -1)) {

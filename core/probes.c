@@ -18,17 +18,26 @@ static const struct { const char *name; enum dc_arg_kind kind; } arg_kinds[] = {
 	{ "fd", DC_ARG_FD },        { "dirfd", DC_ARG_DIRFD }, { "path", DC_ARG_PATH },
 	{ "iov", DC_ARG_IOV },      { "iovcnt", DC_ARG_IOVCNT }, { "dir", DC_ARG_DIR },
 	{ "long", DC_ARG_LONG },    { "mode", DC_ARG_MODE },
-	{ "ino", DC_ARG_INO },      { "dev", DC_ARG_DEV },
+	{ "ino", DC_ARG_INO },      { "dev", DC_ARG_DEV },   { "file", DC_ARG_FILE },
+	{ "str", DC_ARG_STR },      { "size", DC_ARG_SIZE }, { "nmemb", DC_ARG_NMEMB },
+	{ "handle", DC_ARG_HANDLE }, { "handle_in", DC_ARG_HANDLE_IN },
+	{ "handle_out", DC_ARG_HANDLE_OUT }, { "long_out", DC_ARG_LONG_OUT },
+	{ "elems", DC_ARG_ELEMS },  { "datatype", DC_ARG_DATATYPE }, { "status", DC_ARG_STATUS },
 };
-#define KINDS_LIST "int, uint, long, mode, fd, dirfd, path, iov, iovcnt, dir, ino, dev, _"
+#define KINDS_LIST "int, uint, long, mode, fd, dirfd, path, iov, iovcnt, dir, ino, dev, " \
+	"file, str, size, nmemb, handle, handle_in, handle_out, long_out, elems, datatype, " \
+	"status, _"
 
 static const struct { const char *name; enum dc_effect fx; } effects[] = {
 	{ "open", DC_FX_OPEN },         { "close", DC_FX_CLOSE },   { "dup", DC_FX_DUP },
 	{ "dup2", DC_FX_DUP2 },         { "fcntl", DC_FX_FCNTL },   { "chdir", DC_FX_CHDIR },
 	{ "fchdir", DC_FX_FCHDIR },     { "opendir", DC_FX_OPENDIR },
 	{ "fdopendir", DC_FX_FDOPENDIR }, { "closedir", DC_FX_CLOSEDIR },
+	{ "fopen", DC_FX_FOPEN },       { "fclose", DC_FX_FCLOSE }, { "hopen", DC_FX_HOPEN },
+	{ "hclose", DC_FX_HCLOSE },     { "rank", DC_FX_RANK },
 };
-#define EFFECTS_LIST "open, close, dup, dup2, fcntl, chdir, fchdir, opendir, fdopendir, closedir"
+#define EFFECTS_LIST "open, close, dup, dup2, fcntl, chdir, fchdir, opendir, fdopendir, " \
+	"closedir, fopen, fclose, hopen, hclose, rank"
 
 /* What each effect needs among the arguments (checked so a mistake shows at load time,
  * not as a silently wrong fd table): count of arguments of one kind. */
@@ -38,6 +47,8 @@ static const struct { enum dc_effect fx; enum dc_arg_kind kind; int n; } effect_
 	{ DC_FX_FCNTL, DC_ARG_FD, 1 },      { DC_FX_CHDIR, DC_ARG_PATH, 1 },
 	{ DC_FX_FCHDIR, DC_ARG_FD, 1 },     { DC_FX_OPENDIR, DC_ARG_PATH, 1 },
 	{ DC_FX_FDOPENDIR, DC_ARG_FD, 1 },  { DC_FX_CLOSEDIR, DC_ARG_DIR, 1 },
+	{ DC_FX_FCLOSE, DC_ARG_FILE, 1 },   { DC_FX_HOPEN, DC_ARG_PATH, 1 },
+	{ DC_FX_HOPEN, DC_ARG_HANDLE_OUT, 1 }, { DC_FX_HCLOSE, DC_ARG_HANDLE_IN, 1 },
 };
 
 /* State of one load: the file name for messages and the first error. */
@@ -235,9 +246,10 @@ static int parse_arg(struct ctx *c, const yaml_node_t *n, struct dc_arg *a)
 static int parse_args(struct ctx *c, const yaml_node_t *n, struct dc_func *f)
 {
 	static const enum dc_arg_kind once[] = { DC_ARG_PATH, DC_ARG_IOV, DC_ARG_IOVCNT,
-						 DC_ARG_DIRFD, DC_ARG_DIR };
+						 DC_ARG_DIRFD, DC_ARG_DIR, DC_ARG_STR, DC_ARG_SIZE,
+						 DC_ARG_NMEMB, DC_ARG_ELEMS, DC_ARG_DATATYPE };
 	yaml_node_item_t *it;
-	int count[DC_ARG_DIR + 1] = { 0 };
+	int count[DC_ARG_NKINDS] = { 0 };
 	int i, j;
 
 	if (n->type != YAML_SEQUENCE_NODE)
@@ -269,6 +281,11 @@ static int parse_args(struct ctx *c, const yaml_node_t *n, struct dc_func *f)
 	if (count[DC_ARG_IOV] != count[DC_ARG_IOVCNT])
 		return fail(c, node_line(n), "an 'iov' argument needs an 'iovcnt' argument "
 			    "and the other way round");
+	/* one value read through a pointer per call (dc_event.aux) */
+	if (count[DC_ARG_FILE] + count[DC_ARG_HANDLE_IN] + count[DC_ARG_HANDLE_OUT] +
+	    count[DC_ARG_LONG_OUT] + count[DC_ARG_STATUS] > 1)
+		return fail(c, node_line(n), "more than one argument of kinds file, handle_in, "
+			    "handle_out, long_out, status (one is read per call)");
 	return 0;
 }
 
@@ -350,8 +367,13 @@ static int func_field(struct ctx *c, const char *key, const yaml_node_t *k,
 			f->ret_kind = DC_RET_LONG;
 		else if (strcmp(buf, "pointer") == 0)
 			f->ret_kind = DC_RET_POINTER;
+		else if (strcmp(buf, "errcode") == 0)
+			f->ret_kind = DC_RET_ERRCODE;
+		else if (strcmp(buf, "void") == 0)
+			f->ret_kind = DC_RET_VOID;
 		else
-			return fail(c, node_line(v), "unknown ret '%s' (int, long or pointer)", buf);
+			return fail(c, node_line(v), "unknown ret '%s' (int, long, pointer, "
+				    "errcode or void)", buf);
 	}
 	return 0;
 }
@@ -388,6 +410,9 @@ static int parse_func(struct ctx *c, const yaml_node_t *n, struct dc_func *f)
 				    effect_needs[i].n > 1 ? "two arguments" : "an argument",
 				    arg_kinds[effect_needs[i].kind].name);
 	}
+	if (f->effect == DC_FX_FOPEN && f->ret_kind != DC_RET_POINTER)
+		return fail(c, node_line(fp.effect), "effect 'fopen' of '%s' needs 'ret: pointer' "
+			    "(the FILE * it returns)", f->name);
 	return 0;
 }
 

@@ -24,6 +24,19 @@ enum dc_arg_kind {
 			    the function has no flags argument (creat, mkdir) */
 	DC_ARG_INO,      /* an inode number: with a `dev` arg, gives fhash from the opens seen */
 	DC_ARG_DEV,      /* a device number (st_dev encoding) */
+	DC_ARG_FILE,     /* FILE * (glibc): its fd is read at entry (struct _IO_FILE._fileno)
+			    and recorded as `fd`; that fd's path gives fhash */
+	DC_ARG_STR,      /* a short string (fopen's mode): its first 7 bytes, as a string */
+	DC_ARG_SIZE,     /* size_t element size (fread): with an `nmemb` arg, count = size*nmemb */
+	DC_ARG_NMEMB,    /* size_t number of elements (fread, fwrite) */
+	DC_ARG_HANDLE,   /* an opaque handle by value (MPI_File): fhash from the handle's open */
+	DC_ARG_HANDLE_IN,  /* a pointer to a handle, read at entry (MPI_File_close's MPI_File *) */
+	DC_ARG_HANDLE_OUT, /* a pointer the call stores a new handle through (MPI_File_open) */
+	DC_ARG_LONG_OUT, /* a pointer the call stores a 64-bit integer through (MPI_File_get_size) */
+	DC_ARG_ELEMS,    /* an MPI element count: with a `datatype` arg, count = bytes */
+	DC_ARG_DATATYPE, /* an MPI_Datatype: its size in bytes, where it can be known (core/mpi.h) */
+	DC_ARG_STATUS,   /* an MPI_Status *: the bytes it reports moved, read at return */
+	DC_ARG_NKINDS
 };
 
 /* What the return value is (x86-64 SysV: rax; a C int leaves the upper half undefined). */
@@ -31,6 +44,8 @@ enum dc_ret_kind {
 	DC_RET_INT = 0,  /* C int: -1 on error (open, close, fsync) */
 	DC_RET_LONG,     /* ssize_t / off_t: read, write, lseek */
 	DC_RET_POINTER,  /* a pointer: mmap, opendir (MAP_FAILED / NULL on error) */
+	DC_RET_ERRCODE,  /* C int, 0 on success, an error code otherwise (MPI_SUCCESS is 0) */
+	DC_RET_VOID,     /* nothing (rewind): no ret is written */
 };
 
 /* What a successful call does to the per-process fd table (applied on return). */
@@ -46,6 +61,12 @@ enum dc_effect {
 	DC_FX_OPENDIR,  /* ret is a DIR * for the path argument */
 	DC_FX_FDOPENDIR,/* ret is a DIR * for the fd argument */
 	DC_FX_CLOSEDIR, /* the DIR * argument is closed */
+	DC_FX_FOPEN,    /* ret is a FILE * for the path argument (or, freopen without a path,
+			   for the stream's old file): the fd inside it now names the path */
+	DC_FX_FCLOSE,   /* the FILE * argument's fd is closed */
+	DC_FX_HOPEN,    /* the handle stored through the `handle_out` arg names the path arg */
+	DC_FX_HCLOSE,   /* the `handle_in` argument's handle is closed */
+	DC_FX_RANK,     /* MPI_Init: the process is an MPI rank (process_name "Rank N") */
 };
 
 struct dc_arg {

@@ -37,6 +37,58 @@ static int mapped_library(int pid, const char *prefix, char *out, size_t outlen)
 	return found;
 }
 
+/* mapped_library over the '|'-separated alternatives of `library` ("libmpi.so|libmpich.so"). */
+static int mapped_any(int pid, const char *library, char *out, size_t outlen)
+{
+	char alt[64];
+	for (const char *p = library; *p;) {
+		size_t n = strcspn(p, "|");
+		snprintf(alt, sizeof(alt), "%.*s", (int)n, p);
+		if (!mapped_library(pid, alt, out, outlen))
+			return 0;
+		p += n + (p[n] == '|');
+	}
+	return -1;
+}
+
+/* dc_elf_find_library over the alternatives of `library`: 0 found, 1 none, -1 binary
+ * unreadable (err set). */
+static int find_any(const char *binary, const char *library, char *out, size_t outlen,
+		    char *err, size_t errlen)
+{
+	char alt[64];
+	int r = 1;
+	for (const char *p = library; *p && r == 1;) {
+		size_t n = strcspn(p, "|");
+		snprintf(alt, sizeof(alt), "%.*s", (int)n, p);
+		r = dc_elf_find_library(binary, alt, out, outlen, err, errlen);
+		p += n + (p[n] == '|');
+	}
+	return r;
+}
+
+/* The library of `library` that binary loads; when it loads none (a launcher: mpirun,
+ * mpiexec, srun), the one the first program among its arguments that loads one does
+ * (`mpirun -np 4 ./app`: ./app, found as execvp(3) would). Returns as find_any, and
+ * sets *from_arg to the argument used (NULL: binary itself). */
+static int find_for_command(const char *binary, char *const *args, const char *library,
+			    char *out, size_t outlen, const char **from_arg, char *err,
+			    size_t errlen)
+{
+	*from_arg = NULL;
+	int r = find_any(binary, library, out, outlen, err, errlen);
+	for (int i = 0; r == 1 && args && args[i]; i++) {
+		char prog[PATH_MAX], e2[256];
+		if (args[i][0] == '-' || dc_elf_which(args[i], prog, sizeof(prog), e2, sizeof(e2)))
+			continue;
+		if (find_any(prog, library, out, outlen, e2, sizeof(e2)) == 0) {
+			*from_arg = args[i];
+			return 0;
+		}
+	}
+	return r;
+}
+
 /* Syscall and tracepoint layers: numbers and built-in programs by name. */
 static int resolve_kernel(const struct dc_probe_req *r, dc_resolve_fn fn, void *arg)
 {
@@ -91,7 +143,8 @@ static int add_match(const char *name, uint64_t offset, void *arg)
 
 /* A dc.uprobe layer: its file (CMD, a path, or a library the command loads) and the
  * functions its globs match there, made into the layer's functions (once). */
-static int resolve_custom(const struct dc_probe_req *r, const char *binary, int pid,
+static int resolve_custom(const struct dc_probe_req *r, const char *binary,
+			  char *const *args, int pid,
 			  dc_resolve_fn fn, void *arg, char *err, size_t errlen)
 {
 	struct dc_layer *l = (struct dc_layer *)r->layer;
@@ -110,8 +163,10 @@ static int resolve_custom(const struct dc_probe_req *r, const char *binary, int 
 	} else if (strchr(l->library, '/')) {
 		snprintf(file, sizeof(file), "%s", l->library);
 	} else {
-		int found = pid > 0 ? (mapped_library(pid, l->library, file, sizeof(file)) ? 1 : 0)
-			: dc_elf_find_library(binary, l->library, file, sizeof(file), err, errlen);
+		const char *from_arg;
+		int found = pid > 0 ? (mapped_any(pid, l->library, file, sizeof(file)) ? 1 : 0)
+			: find_for_command(binary, args, l->library, file, sizeof(file),
+					   &from_arg, err, errlen);
 		if (found < 0)
 			return -1;
 		if (found == 1) {
@@ -149,28 +204,34 @@ static int resolve_custom(const struct dc_probe_req *r, const char *binary, int 
 	return e;
 }
 
-int dc_resolve_req(const struct dc_probe_req *r, const char *binary, int pid,
-		   dc_resolve_fn fn, void *arg, int *bad_binary, char *err, size_t errlen)
+int dc_resolve_req(const struct dc_probe_req *r, const char *binary, char *const *args,
+		   int pid, dc_resolve_fn fn, void *arg, int *bad_binary, char *err,
+		   size_t errlen)
 {
 	const struct dc_layer *l = r->layer;
 	*bad_binary = 0;
 	if (l->mechanism != DC_MECH_UPROBE)
 		return resolve_kernel(r, fn, arg);
 	if (l->custom)
-		return resolve_custom(r, binary, pid, fn, arg, err, errlen);
+		return resolve_custom(r, binary, args, pid, fn, arg, err, errlen);
 
 	char lib[PATH_MAX];
-	int found = pid > 0 ? (mapped_library(pid, l->library, lib, sizeof(lib)) ? 1 : 0)
-		: dc_elf_find_library(binary, l->library, lib, sizeof(lib), err, errlen);
+	const char *from_arg = NULL;
+	int found = pid > 0 ? (mapped_any(pid, l->library, lib, sizeof(lib)) ? 1 : 0)
+		: find_for_command(binary, args, l->library, lib, sizeof(lib), &from_arg, err,
+				   errlen);
 	if (found < 0) {
 		*bad_binary = 1; /* what stops us reading it stops the kernel or ld.so too */
 		return -1;
 	}
+	if (from_arg)
+		fprintf(stderr, "datacrumbs: %s does not load %s: layer %s is traced in the "
+			"library %s loads (%s)\n", binary, l->library, l->name, from_arg, lib);
 	if (found == 1 && pid <= 0) {
 		/* a static command (a launcher) may still exec dynamic programs: probe the
 		 * system's library, the one /bin/sh loads */
 		char e2[256];
-		found = dc_elf_find_library("/bin/sh", l->library, lib, sizeof(lib), e2, sizeof(e2));
+		found = find_any("/bin/sh", l->library, lib, sizeof(lib), e2, sizeof(e2));
 		if (found == 0)
 			fprintf(stderr, "datacrumbs: warning: %s does not load %s (a static "
 				"binary): layer %s is traced in the programs it runs that load %s\n",
@@ -190,6 +251,10 @@ int dc_resolve_req(const struct dc_probe_req *r, const char *binary, int pid,
 	while (!e && (f = dc_req_next(&it, &hidden))) {
 		const char *sym = f->symbol[0] ? f->symbol : f->name;
 		uint64_t off = dc_elf_sym_offset(syms, sym);
+		if (!off && f->symbol[0]) { /* `symbol:` first, then the name itself */
+			sym = f->name;
+			off = dc_elf_sym_offset(syms, sym);
+		}
 		if (!off) {
 			if (!hidden && !l->hint[0])
 				fprintf(stderr, "datacrumbs: warning: %s is not exported by %s "

@@ -20,13 +20,17 @@ struct dc_resolved {
 typedef int (*dc_resolve_fn)(const struct dc_resolved *p, void *arg);
 
 /* Resolves request r (not a `mechanism: kernel` layer) and calls fn for each function
- * found. Uprobe layers: the library `binary` loads, found as ld.so(8) does; a static
- * binary gets the system's (the one /bin/sh loads), for the programs it runs; with pid > 0
- * the library that process has mapped (/proc/PID/maps). Functions that cannot be found
+ * found. Uprobe layers: the library `binary` loads, found as ld.so(8) does (the layer's
+ * `library` may list soname prefixes separated by '|'); when binary loads none, the one
+ * the first program among `args` (the command's arguments, NULL-terminated, may be NULL)
+ * loads, for launchers (mpirun -np 4 ./app); a static binary gets the system's (the one
+ * /bin/sh loads), for the programs it runs; with pid > 0 the library that process has
+ * mapped (/proc/PID/maps). Functions that cannot be found
  * get a one-line warning on stderr (one for the whole layer when it has a `hint:`).
  * Returns 0; or -1 with err, and *bad_binary set when binary itself cannot be read (the
  * command could not run either). */
-int dc_resolve_req(const struct dc_probe_req *r, const char *binary, int pid,
-		   dc_resolve_fn fn, void *arg, int *bad_binary, char *err, size_t errlen);
+int dc_resolve_req(const struct dc_probe_req *r, const char *binary, char *const *args,
+		   int pid, dc_resolve_fn fn, void *arg, int *bad_binary, char *err,
+		   size_t errlen);
 
 #endif

@@ -214,7 +214,8 @@ static int resolve_probes(struct session *s, const char *binary, char *err, size
 		}
 		struct add_ctx ctx = { s, 0 };
 		int bad;
-		int e = dc_resolve_req(r, binary, s->started ? 0 : s->o->pid, add_resolved, &ctx,
+		int e = dc_resolve_req(r, binary, s->o->cmd ? s->o->cmd + 1 : NULL,
+				       s->started ? 0 : s->o->pid, add_resolved, &ctx,
 				       &bad, err, errlen);
 		if (e) {
 			s->cmd_bad = bad && s->started;

@@ -219,16 +219,18 @@ static const struct { const char *file, *error; } bad[] = {
 	  "program or never fires, so it cannot be probed" },
 	{ "probes_bad_top_key.yaml", ":3: unknown field 'libary'" },
 	{ "probes_bad_kind.yaml", ":9: unknown argument kind 'short' in 'short count' "
-	  "(kinds: int, uint, long, mode, fd, dirfd, path, iov, iovcnt, dir, ino, dev, _)" },
+	  "(kinds: int, uint, long, mode, fd, dirfd, path, iov, iovcnt, dir, ino, dev, file, str, "
+	  "size, nmemb, handle, handle_in, handle_out, long_out, elems, datatype, status, _)" },
 	{ "probes_bad_too_many_args.yaml", ":16: function 'seven' has more than 6 arguments" },
 	{ "probes_bad_duplicate.yaml", ":12: duplicate function 'open' (first at line 5)" },
 	{ "probes_bad_effect.yaml", ":7: unknown effect 'reopen' (effects: open, close, dup, "
-	  "dup2, fcntl, chdir, fchdir, opendir, fdopendir, closedir)" },
+	  "dup2, fcntl, chdir, fchdir, opendir, fdopendir, closedir, fopen, fclose, hopen, hclose, "
+	  "rank)" },
 	{ "probes_bad_effect_arg.yaml", ":7: effect 'close' of 'myclose' needs an argument "
 	  "of kind 'fd'" },
 	{ "probes_bad_no_layer.yaml", ":2: missing 'layer'" },
 	{ "probes_bad_no_name.yaml", ":7: function has no 'name'" },
-	{ "probes_bad_ret.yaml", ":7: unknown ret 'short' (int, long or pointer)" },
+	{ "probes_bad_ret.yaml", ":7: unknown ret 'short' (int, long, pointer, errcode or void)" },
 	{ "probes_bad_two_paths.yaml", ":6: more than one 'path' argument (at most one is "
 	  "recorded per call)" },
 };

@@ -1,0 +1,27 @@
+-- io_all.lua: every user-level I/O layer at once: MPI-IO, STDIO and POSIX, nested.
+-- The MPIIO, STDIO and POSIX layers together (and the dynamic loader's calls): each
+-- event of a thread nests in the call that made it (args.level and args.p_idx), so an
+-- MPI_File_write_at is the parent of the pwrite64 calls it caused and an fwrite the
+-- parent of its write(2); a call a library makes inside another (fopen -> open) appears
+-- once, as the child. Layers the program does not load are skipped with a note.
+-- Run an MPI program's launcher under it: datacrumbs run io_all.lua -- mpirun -np 4 ./app
+--
+-- Options (after the script name):
+--   --all     keep the calls on files under /proc and /sys too (dropped by default)
+local dc = require "datacrumbs"
+local filters = require "datacrumbs.filters"
+
+dc.probe { layer = "mpiio" }
+dc.probe { layer = "stdio" }
+dc.probe { layer = "posix" }
+dc.probe { layer = "ldso" }
+
+local keep_all = false
+for _, a in ipairs(arg) do
+  if a == "--all" then keep_all = true
+  else error("unknown option '" .. a .. "' (io_all.lua knows: --all)") end
+end
+
+if not keep_all then
+  dc.on_event(filters.drop_prefixes { "/proc/", "/sys/" })
+end

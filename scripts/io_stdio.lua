@@ -1,0 +1,25 @@
+-- io_stdio.lua: the buffered stream calls of the command (STDIO layer), one event per call.
+-- The STDIO layer: fopen, fread, fwrite, fgets, fprintf, fseek, fclose, ... as listed
+-- in probes/stdio.yaml, one complete event per call, with the stream's fd and file
+-- (fhash), count (bytes asked: size x nmemb for fread/fwrite), offset/whence for seeks,
+-- mode for opens, and ret. Add io_posix.lua's layer (or run io_all.lua) to see the
+-- read/write calls each stream call makes nested under it.
+--
+-- Options (after the script name):
+--   --all     keep the calls on files under /proc and /sys too (dropped by default)
+local dc = require "datacrumbs"
+local filters = require "datacrumbs.filters"
+
+dc.probe { layer = "stdio" }
+-- no POSIX events, but the opens and dups that tell which file an fd (fdopen's) is
+dc.probe { layer = "posix", fds_only = true }
+
+local keep_all = false
+for _, a in ipairs(arg) do
+  if a == "--all" then keep_all = true
+  else error("unknown option '" .. a .. "' (io_stdio.lua knows: --all)") end
+end
+
+if not keep_all then
+  dc.on_event(filters.drop_prefixes { "/proc/", "/sys/" })
+end
