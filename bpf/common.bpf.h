@@ -74,6 +74,26 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
+/* Profile mode (--mode profile): the aggregates, and how each probe's calls go in. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct dc_agg_key);
+	__type(value, struct dc_agg);
+} aggs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct dc_pinfo);
+} pinfo SEC(".maps");
+
+/* 0: trace mode (a record per call); else profile mode's interval, ns, counted from
+ * profile_t0 (CLOCK_MONOTONIC ns), both set by the loader before load. */
+const volatile __u64 profile_ns = 0;
+const volatile __u64 profile_t0 = 0;
+
 /* Wake the consumer only once this much data waits (set by the loader before load);
  * below it, the consumer's own timer drains the buffer. A wakeup per record costs the
  * traced thread an IPI and the tracer a context switch per event. */
@@ -201,6 +221,138 @@ static __always_inline void return_reads(__u64 cookie, struct dc_frame *f, long 
 		f->aux_ok = read_aux(cookie, ret, &f->aux);
 	else if (a >= 1 && a <= DC_MAX_ARGS && DC_COOKIE_AUX_LATE(cookie))
 		f->aux_ok = read_aux(cookie, arg_at(f, a - 1), &f->aux);
+}
+
+/* *p = min(*p, v) and the max twin, safe against other CPUs (BPF_ATOMIC cmpxchg, 5.12). */
+static __always_inline void atomic_min(__u64 *p, __u64 v)
+{
+	for (int i = 0; i < 4; i++) {
+		__u64 old = *p;
+		if (v >= old || __sync_val_compare_and_swap(p, old, v) == old)
+			return;
+	}
+}
+
+static __always_inline void atomic_max(__u64 *p, __u64 v)
+{
+	for (int i = 0; i < 4; i++) {
+		__u64 old = *p;
+		if (v <= old || __sync_val_compare_and_swap(p, old, v) == old)
+			return;
+	}
+}
+
+/* Adds one call (dur ns, bytes when has_bytes) to its aggregate. */
+static __always_inline void agg_add(struct dc_agg_key *k, __u64 dur, __s64 bytes, int has_bytes)
+{
+	struct dc_agg *a = bpf_map_lookup_elem(&aggs, k);
+	if (!a) {
+		struct dc_agg z = { .dur_min = ~0ULL, .bytes_min = ~0ULL };
+		bpf_map_update_elem(&aggs, k, &z, BPF_NOEXIST);
+		a = bpf_map_lookup_elem(&aggs, k);
+		if (!a) { /* the map is full: the call is lost to the profile */
+			count_stat(DC_STAT_LOST);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&a->count, 1);
+	__sync_fetch_and_add(&a->dur_sum, dur);
+	atomic_min(&a->dur_min, dur);
+	atomic_max(&a->dur_max, dur);
+	if (has_bytes && bytes >= 0) {
+		__sync_fetch_and_add(&a->bytes_n, 1);
+		__sync_fetch_and_add(&a->bytes_sum, bytes);
+		atomic_min(&a->bytes_min, bytes);
+		atomic_max(&a->bytes_max, bytes);
+	}
+}
+
+/* The file key and bytes of a call described by pi, from its (argument) values. */
+static __always_inline void agg_key_bytes(const struct dc_pinfo *pi, const __u64 args[DC_MAX_ARGS],
+					  __u64 aux, __u32 aux_ok, __u64 iov_bytes,
+					  struct dc_agg_key *k, __s64 *bytes, int *has_bytes)
+{
+	__u64 a1 = 0, a2 = 0, v1 = 0, v2 = 0;
+	for (int i = 0; i < DC_MAX_ARGS; i++) {
+		if (i == pi->k1)
+			a1 = args[i];
+		if (i == pi->k2)
+			a2 = args[i];
+		if (i == pi->b1)
+			v1 = args[i];
+		if (i == pi->b2)
+			v2 = args[i];
+	}
+	k->kind = 0;
+	k->fkey = 0;
+	k->fdev = 0;
+	switch (pi->key) {
+	case DC_PK_FD:
+	case DC_PK_AUXFD: {
+		long fd = pi->key == DC_PK_FD ? (long)(int)a1 : (aux_ok ? (long)(int)aux : -1);
+		fd_inode(fd, &k->fkey, &k->fdev);
+		k->kind = k->fkey ? 1 : 0;
+		break;
+	}
+	case DC_PK_HANDLE:
+		k->kind = 2;
+		k->fkey = a1;
+		break;
+	case DC_PK_AUXHANDLE:
+		k->kind = aux_ok ? 2 : 0;
+		k->fkey = aux_ok ? aux : 0;
+		break;
+	case DC_PK_INODE:
+		k->kind = 1;
+		k->fkey = a1;
+		k->fdev = a2;
+		break;
+	}
+	*has_bytes = 1;
+	switch (pi->bytes) {
+	case DC_PB_ARG64:
+		*bytes = (__s64)v1;
+		break;
+	case DC_PB_ARG32:
+		*bytes = (int)v1;
+		break;
+	case DC_PB_IOV:
+		*bytes = iov_bytes;
+		break;
+	case DC_PB_MUL:
+		*bytes = (__s64)(v1 * v2);
+		break;
+	case DC_PB_MUL32:
+		*bytes = (__s64)(int)v1 * (__s64)v2;
+		*has_bytes = v2 > 0;
+		break;
+	case DC_PB_MPICH:
+		*bytes = (__s64)(int)v1 * (((__u32)v2 >> 8) & 0xff);
+		*has_bytes = ((__u32)v2 >> 30) == 1 && (((__u32)v2 >> 8) & 0xff);
+		break;
+	default:
+		*has_bytes = 0;
+	}
+}
+
+/* Profile mode: aggregates a finished call of probe `probe` instead of recording it.
+ * Returns 1 when it did, 0 when the call must be sent as a record. */
+static __always_inline int profile_call(__u32 probe, __u32 tgid, __u64 ts, __u64 now,
+					const __u64 args[DC_MAX_ARGS], __u64 aux, __u32 aux_ok,
+					__u64 iov_bytes)
+{
+	if (!profile_ns)
+		return 0;
+	struct dc_pinfo *pi = bpf_map_lookup_elem(&pinfo, &probe);
+	if (!pi || pi->record)
+		return 0;
+	struct dc_agg_key k = { .pid = tgid, .probe = probe,
+				.interval = (now - profile_t0) / profile_ns };
+	__s64 bytes = 0;
+	int has_bytes = 0;
+	agg_key_bytes(pi, args, aux, aux_ok, iov_bytes, &k, &bytes, &has_bytes);
+	agg_add(&k, now - ts, bytes, has_bytes);
+	return 1;
 }
 
 /* A probed call starts on the current thread: push a frame with its attach cookie,
@@ -343,6 +495,13 @@ static __always_inline void call_return(__u64 cookie, long ret)
 	__u32 path = DC_COOKIE_PATH(cookie) - 1;
 	if (cookie >> 32)
 		return_reads(cookie, f, ret);
+	if (profile_ns && profile_call(DC_COOKIE_PROBE(cookie), tgid, f->ts, now, f->args, f->aux,
+				       f->aux_ok, f->iov_bytes)) {
+		st->depth = d;
+		if (d == 0)
+			bpf_map_delete_elem(&stacks, &tid);
+		return;
+	}
 
 	__u32 zero = 0;
 	struct dc_path_event *sc = path < DC_MAX_ARGS ? bpf_map_lookup_elem(&scratch, &zero) : NULL;
@@ -394,6 +553,8 @@ static __always_inline int emit_record(__u64 cookie, __u32 tgid, __u32 tid, __u6
 				       __u64 parent, __u32 level, __u64 ts, __u64 dur,
 				       const __u64 args[DC_MAX_ARGS], __u32 flags)
 {
+	if (profile_ns && profile_call(DC_COOKIE_PROBE(cookie), tgid, ts, ts + dur, args, 0, 0, 0))
+		return 0;
 	struct dc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_stat(DC_STAT_LOST);

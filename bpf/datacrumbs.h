@@ -97,6 +97,49 @@ struct dc_path_event {
 	char path[DC_PATH_MAX];
 };
 
+/* Profile mode: how a probe's calls are aggregated in BPF (the `pinfo` map, by probe
+ * index; filled by the loader from the probe description). */
+enum dc_pkey {          /* what names the file of a call */
+	DC_PK_NONE = 0,     /* nothing: one aggregate per function */
+	DC_PK_FD,           /* args[k1] is an fd: its inode at return */
+	DC_PK_AUXFD,        /* aux is an fd (a FILE *'s): its inode at return */
+	DC_PK_HANDLE,       /* args[k1] is a handle (DIR *, MPI_File) */
+	DC_PK_AUXHANDLE,    /* aux is a handle */
+	DC_PK_INODE,        /* args[k1] is an inode number, args[k2] its device */
+};
+enum dc_pbytes {        /* the call's bytes: the `count` its trace event carries */
+	DC_PB_NONE = 0,
+	DC_PB_ARG64,        /* args[b1] */
+	DC_PB_ARG32,        /* (int)args[b1] */
+	DC_PB_IOV,          /* the iovec sum */
+	DC_PB_MUL,          /* args[b1] * args[b2] (fread: size x nmemb) */
+	DC_PB_MUL32,        /* (int)args[b1] * args[b2] (Open MPI: elements x datatype size) */
+	DC_PB_MPICH,        /* (int)args[b1] x the size in MPICH builtin handle args[b2] */
+};
+struct dc_pinfo {
+	unsigned char record;  /* 1: sent as a record even in profile mode (it names a path
+				  or changes the fd tables: the user side needs it) */
+	unsigned char key, k1, k2;  /* enum dc_pkey and its argument indexes */
+	unsigned char bytes, b1, b2; /* enum dc_pbytes and its argument indexes */
+	unsigned char pad;
+};
+
+/* An aggregate of profile mode: one per process, probe, interval and file. */
+struct dc_agg_key {
+	unsigned int pid;       /* tgid */
+	unsigned int probe;     /* probe index */
+	unsigned int interval;  /* (return time - profile_t0) / profile_ns */
+	unsigned int kind;      /* 0: no file, 1: inode (fkey, fdev), 2: handle (fkey) */
+	unsigned long long fkey;
+	unsigned long long fdev;
+};
+struct dc_agg {
+	unsigned long long count;   /* calls */
+	unsigned long long dur_sum, dur_min, dur_max;       /* ns */
+	unsigned long long bytes_n; /* calls with a byte count */
+	unsigned long long bytes_sum, bytes_min, bytes_max;
+};
+
 /* Per-process state kept in the `traced` map, keyed by tgid. */
 struct dc_proc {
 	unsigned long long next_id; /* next call id of this process */

@@ -46,7 +46,8 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
-struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, char *err, size_t errlen)
+struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, uint64_t profile_ns, uint64_t profile_t0,
+			   char *err, size_t errlen)
 {
 	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
 		snprintf(err, errlen, "this kernel has no BTF (/sys/kernel/btf/vmlinux missing): "
@@ -74,6 +75,8 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, char *err, size_t errlen)
 						      DC_BPF_TRACE_UPROBE_MULTI);
 	}
 	b->skel->rodata->wakeup_bytes = ringbuf_bytes / 8;
+	b->skel->rodata->profile_ns = profile_ns;
+	b->skel->rodata->profile_t0 = profile_t0;
 	int e = bpf_map__set_max_entries(b->skel->maps.events, ringbuf_bytes);
 	if (!e)
 		e = uprobe_bpf__load(b->skel);
@@ -266,7 +269,7 @@ int dc_bpf_tracepoint(const char *name)
 static int share_maps(struct dc_bpf *b, struct bpf_object *obj)
 {
 	static const char *const shared[] = { "traced", "stacks", "zero_stack", "events",
-					      "scratch", "stats" };
+					      "scratch", "stats", "aggs", "pinfo" };
 	for (size_t i = 0; i < sizeof(shared) / sizeof(shared[0]); i++) {
 		struct bpf_map *mine = bpf_object__find_map_by_name(obj, shared[i]);
 		struct bpf_map *theirs = bpf_object__find_map_by_name(b->skel->obj, shared[i]);
@@ -320,6 +323,8 @@ static int load_kernel(struct dc_bpf *b, char *err, size_t errlen)
 		}
 	}
 	k->rodata->wakeup_bytes = b->skel->rodata->wakeup_bytes;
+	k->rodata->profile_ns = b->skel->rodata->profile_ns;
+	k->rodata->profile_t0 = b->skel->rodata->profile_t0;
 	int e = share_maps(b, k->obj);
 	if (!e)
 		e = kernel_bpf__load(k);
@@ -388,6 +393,8 @@ static int load_vfs(struct dc_bpf *b, char *err, size_t errlen)
 		vfs_enable(v, p->offset, !strcmp(p->library, "[kprobe]"));
 	}
 	v->rodata->wakeup_bytes = b->skel->rodata->wakeup_bytes;
+	v->rodata->profile_ns = b->skel->rodata->profile_ns;
+	v->rodata->profile_t0 = b->skel->rodata->profile_t0;
 	int e = share_maps(b, v->obj);
 	if (!e)
 		e = vfs_bpf__load(v);
@@ -415,6 +422,8 @@ static int load_syscalls(struct dc_bpf *b, char *err, size_t errlen)
 	}
 	int e = share_maps(b, b->sys->obj);
 	b->sys->rodata->wakeup_bytes = b->skel->rodata->wakeup_bytes;
+	b->sys->rodata->profile_ns = b->skel->rodata->profile_ns;
+	b->sys->rodata->profile_t0 = b->skel->rodata->profile_t0;
 	if (!e)
 		e = syscall_bpf__load(b->sys);
 	if (!e)
@@ -429,9 +438,102 @@ static int load_syscalls(struct dc_bpf *b, char *err, size_t errlen)
 	return 0;
 }
 
+/* How profile mode aggregates probe p's calls (bpf/datacrumbs.h struct dc_pinfo): by
+ * what file, with which bytes: the same `count` core/consumer.c writes in trace mode. */
+static struct dc_pinfo pinfo_of(const struct dc_probe *p)
+{
+	const struct dc_func *f = p->func;
+	struct dc_pinfo pi = { 0 };
+	int size = -1, nmemb = -1, elems = -1, dtype = -1, ino = -1, dev = -1;
+	pi.record = f->effect != DC_FX_NONE;
+	for (int i = 0; i < f->nargs; i++) {
+		const struct dc_arg *a = &f->args[i];
+		switch (a->kind) {
+		case DC_ARG_PATH:
+			pi.record = 1;
+			break;
+		case DC_ARG_FD:
+			if (!pi.key) {
+				pi.key = DC_PK_FD;
+				pi.k1 = i;
+			}
+			break;
+		case DC_ARG_FILE:
+			pi.key = DC_PK_AUXFD;
+			break;
+		case DC_ARG_DIR:
+		case DC_ARG_HANDLE:
+			pi.key = DC_PK_HANDLE;
+			pi.k1 = i;
+			break;
+		case DC_ARG_HANDLE_IN:
+			pi.key = DC_PK_AUXHANDLE;
+			break;
+		case DC_ARG_INO:
+			ino = i;
+			break;
+		case DC_ARG_DEV:
+			dev = i;
+			break;
+		case DC_ARG_IOV:
+			pi.bytes = DC_PB_IOV;
+			break;
+		case DC_ARG_LONG:
+		case DC_ARG_INT:
+			if (!strcmp(a->name, "count") || (p->layer->mechanism == DC_MECH_TRACEPOINT &&
+							   !strcmp(a->name, "size"))) {
+				pi.bytes = a->kind == DC_ARG_LONG ? DC_PB_ARG64 : DC_PB_ARG32;
+				pi.b1 = i;
+			}
+			break;
+		case DC_ARG_SIZE:
+			size = i;
+			break;
+		case DC_ARG_NMEMB:
+			nmemb = i;
+			break;
+		case DC_ARG_ELEMS:
+			elems = i;
+			break;
+		case DC_ARG_DATATYPE:
+			dtype = i;
+			break;
+		default:
+			break;
+		}
+	}
+	if (ino >= 0 && dev >= 0) {
+		pi.key = DC_PK_INODE;
+		pi.k1 = ino;
+		pi.k2 = dev;
+	}
+	if (size >= 0 && nmemb >= 0) {
+		pi.bytes = DC_PB_MUL;
+		pi.b1 = size;
+		pi.b2 = nmemb;
+	}
+	if (elems >= 0 && dtype >= 0 && p->mpi) {
+		struct dc_mpi_abi abi;
+		dc_mpi_abi(p->library, &abi);
+		pi.bytes = p->mpi == DC_MPI_MPICH ? DC_PB_MPICH
+			 : abi.dtype_off >= 0 ? DC_PB_MUL32 : DC_PB_NONE;
+		pi.b1 = elems;
+		pi.b2 = dtype;
+	}
+	return pi;
+}
+
 int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 {
 	unsigned ok = 0, nsys = 0;
+	for (unsigned i = b->nattached; i < b->nprobes; i++) {
+		struct dc_pinfo pi = pinfo_of(&b->probes[i]);
+		__u32 k = i;
+		if (bpf_map__update_elem(b->skel->maps.pinfo, &k, sizeof(k), &pi, sizeof(pi), 0)) {
+			snprintf(err, errlen, "cannot fill the profile map: %s", strerror(errno));
+			return -1;
+		}
+	}
 	/* syscall probes: a cookie per syscall number in the syscall_cookie map */
 	for (unsigned i = b->nattached; i < b->nprobes; i++) {
 		if (b->probes[i].layer->mechanism != DC_MECH_SYSCALL)
@@ -538,6 +640,11 @@ const struct dc_probe *dc_bpf_probe(const struct dc_bpf *b, unsigned idx)
 unsigned dc_bpf_nprobes(const struct dc_bpf *b)
 {
 	return b->nprobes;
+}
+
+int dc_bpf_aggs_fd(const struct dc_bpf *b)
+{
+	return bpf_map__fd(b->skel->maps.aggs);
 }
 
 int dc_bpf_ringbuf_fd(const struct dc_bpf *b)

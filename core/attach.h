@@ -21,9 +21,11 @@ struct dc_probe {
 struct dc_bpf;
 
 /* Opens and loads the BPF object with a ring buffer of `ringbuf_bytes` (a power of two,
- * >= 4096) and attaches the sched_process_{fork,exec,exit} tracepoints (tp_btf).
+ * >= 4096); profile_ns > 0 selects profile mode: calls are aggregated in the `aggs` map
+ * per interval of profile_ns counted from profile_t0 (CLOCK_MONOTONIC ns) and attaches the sched_process_{fork,exec,exit} tracepoints (tp_btf).
  * Returns NULL with a one-line reason in err (no BTF, missing privileges, verifier). */
-struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, char *err, size_t errlen);
+struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, uint64_t profile_ns, uint64_t profile_t0,
+			   char *err, size_t errlen);
 
 /* Marks tgid as traced: its calls are recorded and its future children are followed.
  * Returns 0, or -1 with errno. */
@@ -55,6 +57,9 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen);
 /* The probe table, indexed by DC_COOKIE_PROBE of an event. */
 const struct dc_probe *dc_bpf_probe(const struct dc_bpf *b, unsigned idx);
 unsigned dc_bpf_nprobes(const struct dc_bpf *b);
+
+/* File descriptor of profile mode's `aggs` map (struct dc_agg_key -> struct dc_agg). */
+int dc_bpf_aggs_fd(const struct dc_bpf *b);
 
 /* File descriptor of the ring buffer map (for ring_buffer__new). */
 int dc_bpf_ringbuf_fd(const struct dc_bpf *b);

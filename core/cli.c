@@ -56,6 +56,12 @@ static const char run_help[] =
 "                           counts them\n"
 "      --flush-interval MS  ms between gzip members written to disk (default 1000):\n"
 "                           what a killed run can lose at most\n"
+"      --mode MODE          trace: a complete event per call (default); profile:\n"
+"                           calls aggregated in the kernel per interval, process,\n"
+"                           function and file, written as counter events (count,\n"
+"                           dur_sum/min/max, size_sum/min/max); a script may set it\n"
+"      --interval TIME      profile mode's interval, e.g. 1s, 250ms (default 1s,\n"
+"                           at least 10ms); a call counts in the interval it ends in\n"
 "  -q, --quiet              no summary line at the end\n"
 "  -h, --help               this text\n"
 "\n"
@@ -87,6 +93,25 @@ static size_t parse_size(const char *s)
 	if (*end == 'B' || *end == 'b')
 		end++;
 	return *end ? 0 : (size_t)v;
+}
+
+unsigned long long dc_parse_duration(const char *s)
+{
+	static const struct { const char *unit; double ns; } units[] = {
+		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "m", 60e9 },
+		{ "h", 3600e9 }, { "", 1e9 },
+	};
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || !(v > 0) || v > 1e7)
+		return 0;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].unit)) {
+			double ns = v * units[i].ns;
+			return ns >= 1 && ns < 1e19 ? (unsigned long long)ns : 0;
+		}
+	return 0;
 }
 
 /* The value of option `name` at argv[*i] (as "--opt=V" or "--opt V"); NULL if missing. */
@@ -166,6 +191,20 @@ int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
 				return usage_error("--flush-interval needs milliseconds (10 to "
 						   "3600000), got '%s'", v ? v : "");
 			o->flush_ms = ms;
+		} else if (IS("--mode")) {
+			const char *v = opt_value(argc, argv, &i, eq);
+			if (v && !strcmp(v, "trace"))
+				o->mode = DC_MODE_TRACE;
+			else if (v && !strcmp(v, "profile"))
+				o->mode = DC_MODE_PROFILE;
+			else
+				return usage_error("--mode is trace or profile, got '%s'", v ? v : "");
+		} else if (IS("--interval")) {
+			const char *v = opt_value(argc, argv, &i, eq);
+			o->interval_ns = v ? dc_parse_duration(v) : 0;
+			if (o->interval_ns < 10000000ULL)
+				return usage_error("--interval needs a duration of at least 10ms "
+						   "(e.g. 1s, 250ms), got '%s'", v ? v : "");
 		} else if ((IS("-q") || IS("--quiet")) && !eq) {
 			o->quiet = 1;
 		} else if (!o->script) {

@@ -15,8 +15,16 @@ struct dc_opts {
 	size_t ringbuf_bytes;     /* --buffer-size, bytes (power of two) */
 	unsigned flush_ms;        /* --flush-interval, ms between gzip members */
 	int quiet;                /* -q: no summary line */
+	int mode;                 /* --mode: DC_MODE_*, 0: as the script says (trace) */
+	unsigned long long interval_ns; /* --interval, ns; 0: as the script says (1 s) */
 	int script_help;          /* SCRIPT --help: the script shows its options, nothing runs */
 };
+
+enum { DC_MODE_TRACE = 1, DC_MODE_PROFILE = 2 };
+
+/* Parses a duration: a number with a unit, ns, us, ms, s, m or h ("500ms", "1s", "1.5s");
+ * a bare number is seconds. Returns the nanoseconds, or 0 when s is not a duration. */
+unsigned long long dc_parse_duration(const char *s);
 
 /* Parses `datacrumbs ARGS`. Returns 0 when o is ready for `run`; 1 when help or the
  * version was printed (exit 0); 2 after printing a one-line usage error (exit 2). */

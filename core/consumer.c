@@ -11,6 +11,7 @@
 
 #include "fdtable.h"
 #include "mpi.h"
+#include "profile.h"
 #include "record.h"
 
 #define NAME_SLOTS 4096  /* open addressing; pids and threads seen, grows by rehash */
@@ -33,6 +34,8 @@ struct dc_consumer {
 	int want_ranks;            /* a probe has the `rank` effect (MPI_Init) */
 	signed char *flags_arg;    /* per probe: index of its `uint flags` arg, -1 none */
 	uint64_t written, dropped, own_ids;
+	struct dc_profile *prof;   /* totals, and profile mode's aggregates (profiling) */
+	int profiling;             /* profile mode: calls are aggregated, not written */
 	struct seen *seen;
 	size_t nseen, capseen;
 	struct dc_record rec;      /* reused for every event */
@@ -241,6 +244,18 @@ static void apply_effect(struct dc_consumer *c, struct dc_proc_files *pf,
 	}
 }
 
+/* The bytes a record counts in aggregates: its `count` arg (bytes asked; for kernel
+ * tracepoint events, `size`), as BPF computes them in profile mode (core/attach.c
+ * pinfo_of). -1: none. */
+static int64_t record_bytes(const struct dc_record *r, const struct dc_probe *pr)
+{
+	const char *key = pr->layer->mechanism == DC_MECH_TRACEPOINT ? "size" : "count";
+	for (int i = r->nargs - 1; i >= 0; i--)
+		if (!r->args[i].is_str && !strcmp(r->args[i].key, key))
+			return r->args[i].i;
+	return -1;
+}
+
 /* A returned call: decode its args by the probe description, then write it. */
 static void on_call(struct dc_consumer *c, const struct dc_event *e, const char *epath)
 {
@@ -419,6 +434,11 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		apply_effect(c, pf, f, e, ret, r->path, &d);
 	if (pr->hidden)
 		return;
+	if (c->profiling) { /* a call BPF could not aggregate (it names a path) */
+		dc_profile_add(c->prof, r->pid, e->probe, e->ts + e->dur, e->dur,
+			       record_bytes(r, pr), r->path);
+		return;
+	}
 
 	see_thread(c, r->pid, r->tid);
 	if (c->script && dc_script_wants_events(c->script) && !dc_script_event(c->script, r)) {
@@ -427,6 +447,8 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 	}
 	write_record(c, r);
 	c->written++;
+	if (c->prof)
+		dc_profile_total(c->prof, r->pid, e->probe, e->dur, record_bytes(r, pr), r->path);
 }
 
 /* A fork, exec or exit of a traced process. */
@@ -456,7 +478,11 @@ static void on_process(struct dc_consumer *c, const struct dc_event *e, const ch
 		struct seen *p = seen_slot(c, (uint64_t)e->pid << 32, &added);
 		if (c->script)
 			dc_script_process(c->script, "exit", e->pid, 0, p->name, (int)e->args[0]);
-		dc_files_exit(e->pid);
+		if (c->profiling)
+			dc_profile_exit(c->prof, e->pid); /* its handles may name files of the
+							     interval still open */
+		else
+			dc_files_exit(e->pid);
 		break;
 	}
 	}
@@ -543,6 +569,17 @@ void dc_consumer_add_process(struct dc_consumer *c, int pid, const char *name)
 uint64_t dc_consumer_written(const struct dc_consumer *c)
 {
 	return c->written;
+}
+
+void dc_consumer_set_profile(struct dc_consumer *c, struct dc_profile *p, int profiling)
+{
+	c->prof = p;
+	c->profiling = profiling;
+}
+
+void dc_consumer_count(struct dc_consumer *c, uint64_t n)
+{
+	c->written += n;
 }
 
 uint64_t dc_consumer_dropped(const struct dc_consumer *c)

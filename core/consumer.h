@@ -32,6 +32,15 @@ void dc_consumer_add_process(struct dc_consumer *c, int pid, const char *name);
 uint64_t dc_consumer_written(const struct dc_consumer *c);
 uint64_t dc_consumer_dropped(const struct dc_consumer *c);
 
+/* Gives the consumer the run's profile (core/profile.h): written events feed its totals;
+ * with profiling (profile mode), the records it gets are aggregated there instead of
+ * being written, and exited processes' tables live until its next flush. */
+struct dc_profile;
+void dc_consumer_set_profile(struct dc_consumer *c, struct dc_profile *p, int profiling);
+
+/* Adds n events written elsewhere (profile mode's counters) to the written count. */
+void dc_consumer_count(struct dc_consumer *c, uint64_t n);
+
 /* Writes a record a script made (dc.emit, dc.counter): a complete event with a new id of
  * the tracer's range, or with counter=1 a counter event (its integer args). */
 void dc_consumer_emit(struct dc_consumer *c, struct dc_record *r, int counter);

@@ -1,6 +1,8 @@
 /* lua_api.c: the Lua 5.4 state a script runs in and the `datacrumbs` module (dc.probe,
  * dc.on_event, dc.options); the API reference is docs/lua-api.md. */
 #include "lua_api.h"
+#include "cli.h"
+#include "profile.h"
 
 #include <ctype.h>
 #include <time.h>
@@ -46,6 +48,10 @@ struct dc_script {
 	dc_stats_fn stats;          /* what dc.stats reads, NULL before tracing */
 	void *stats_ctx;
 	int proc_ref;               /* dc.on_process's function, LUA_NOREF: none */
+	dc_read_fn reader;          /* what dc.aggregates/dc.totals read, NULL before tracing */
+	void *reader_ctx;
+	int mode;                   /* dc.mode's DC_MODE_*, 0: not called */
+	uint64_t interval_ns;       /* dc.mode's interval, 0: not given */
 	const struct dc_run_info *info;
 };
 
@@ -563,6 +569,105 @@ static int l_stats(lua_State *L)
 	return 1;
 }
 
+void dc_script_set_reader(struct dc_script *s, dc_read_fn fn, void *ctx)
+{
+	s->reader = fn;
+	s->reader_ctx = ctx;
+}
+
+int dc_script_mode(const struct dc_script *s, uint64_t *interval_ns)
+{
+	*interval_ns = s->interval_ns;
+	return s->mode;
+}
+
+/* dc.mode(mode [, interval]): asks for "trace" (a complete event per call) or "profile"
+ * (calls aggregated in the kernel per interval, process, function and file, written as
+ * counter events: docs/trace-format.md), with profile's interval as a duration string
+ * ("1s", "250ms"; at least 10ms; default 1s). --mode and --interval on the command line
+ * win. Only at the script's top level. Returns the mode the run will use. Errors: an
+ * unknown mode, a bad interval, a call after the script has run. */
+static int l_mode(lua_State *L)
+{
+	struct dc_script *s = self(L);
+	if (s->started)
+		return luaL_error(L, "mode: call it at the script's top level");
+	const char *m = luaL_checkstring(L, 1);
+	if (!strcmp(m, "trace"))
+		s->mode = DC_MODE_TRACE;
+	else if (!strcmp(m, "profile"))
+		s->mode = DC_MODE_PROFILE;
+	else
+		return luaL_error(L, "mode: '%s' is not a mode (trace or profile)", m);
+	if (!lua_isnoneornil(L, 2)) {
+		const char *iv = luaL_checkstring(L, 2);
+		uint64_t ns = dc_parse_duration(iv);
+		if (ns < 10000000ULL)
+			return luaL_error(L, "mode: interval '%s' is not a duration of at least "
+					  "10ms (e.g. \"1s\", \"250ms\")", iv);
+		s->interval_ns = ns;
+	}
+	const char *eff = s->info->mode ? s->info->mode
+			: s->mode == DC_MODE_PROFILE ? "profile" : "trace";
+	lua_pushstring(L, eff);
+	return 1;
+}
+
+/* Pushes one aggregate as a table into the list at -1 (dc.aggregates/dc.totals). */
+static void push_row(const struct dc_prow *row, void *arg)
+{
+	lua_State *L = arg;
+	lua_createtable(L, 0, 14);
+	lua_pushinteger(L, row->pid);            lua_setfield(L, -2, "pid");
+	lua_pushstring(L, row->name);            lua_setfield(L, -2, "name");
+	lua_pushstring(L, row->cat);             lua_setfield(L, -2, "cat");
+	if (row->path) {
+		lua_pushstring(L, row->path);
+		lua_setfield(L, -2, "path");
+	}
+	if (row->interval_ts_us) {
+		lua_pushinteger(L, (lua_Integer)row->interval_ts_us);
+		lua_setfield(L, -2, "ts");
+	}
+	lua_pushinteger(L, (lua_Integer)row->count);            lua_setfield(L, -2, "count");
+	lua_pushinteger(L, (lua_Integer)(row->dur_sum / 1000)); lua_setfield(L, -2, "dur_sum");
+	lua_pushinteger(L, (lua_Integer)(row->dur_min / 1000)); lua_setfield(L, -2, "dur_min");
+	lua_pushinteger(L, (lua_Integer)(row->dur_max / 1000)); lua_setfield(L, -2, "dur_max");
+	if (row->bytes_n) {
+		lua_pushinteger(L, (lua_Integer)row->bytes_sum); lua_setfield(L, -2, "size_sum");
+		lua_pushinteger(L, (lua_Integer)row->bytes_min); lua_setfield(L, -2, "size_min");
+		lua_pushinteger(L, (lua_Integer)row->bytes_max); lua_setfield(L, -2, "size_max");
+	}
+	lua_rawseti(L, -2, luaL_len(L, -2) + 1);
+}
+
+/* dc.aggregates(): profile mode's aggregates not yet written, read from the BPF map now
+ * (and from the records kept on the user side), as a list of
+ *   { pid, cat, name, path (absent: no file), ts (interval start, us since the epoch),
+ *     count, dur_sum, dur_min, dur_max (us), size_sum, size_min, size_max (bytes asked,
+ *     absent when the function has no byte count) }.
+ * An empty list in trace mode and before tracing has begun. */
+static int l_aggregates(lua_State *L)
+{
+	struct dc_script *s = self(L);
+	lua_newtable(L);
+	if (s->reader)
+		s->reader(s->reader_ctx, 0, push_row, L);
+	return 1;
+}
+
+/* dc.totals(): the run's totals so far per process, function and file, in either mode,
+ * as dc.aggregates' rows without ts: in trace mode over the events written (after the
+ * callbacks), in profile mode over the intervals written. */
+static int l_totals(lua_State *L)
+{
+	struct dc_script *s = self(L);
+	lua_newtable(L);
+	if (s->reader)
+		s->reader(s->reader_ctx, 1, push_row, L);
+	return 1;
+}
+
 /* dc.on_process(fn): fn(p) for each traced process that starts, execs or ends:
  *   p: { event = "fork" | "exec" | "exit", pid, ppid (fork), name (the executable),
  *        status (exit: the wait status, as waitpid(2) gives it) }
@@ -645,6 +750,9 @@ static int open_module(lua_State *L)
 		{ "stats", l_stats },
 		{ "on_process", l_on_process },
 		{ "counter", l_counter },
+		{ "mode", l_mode },
+		{ "aggregates", l_aggregates },
+		{ "totals", l_totals },
 		{ NULL, NULL },
 	};
 	luaL_newlibtable(L, funcs);
@@ -657,6 +765,9 @@ static int open_module(lua_State *L)
 	lua_setfield(L, -2, "output");
 	lua_pushstring(L, s->info->mode ? s->info->mode : "trace");
 	lua_setfield(L, -2, "mode");
+	lua_pushinteger(L, (lua_Integer)((s->info->interval_ns ? s->info->interval_ns
+					  : 1000000000ULL) / 1000000));
+	lua_setfield(L, -2, "interval_ms");
 	lua_pushinteger(L, s->info->pid);
 	lua_setfield(L, -2, "pid");
 	push_strings(L, s->info->cmd);
@@ -895,6 +1006,8 @@ static void push_event(lua_State *L, const struct dc_record *r)
 	lua_pushinteger(L, r->dur_us);    lua_setfield(L, -2, "dur");
 	lua_pushinteger(L, r->level);     lua_setfield(L, -2, "level");
 	lua_pushinteger(L, r->p_idx);     lua_setfield(L, -2, "p_idx");
+	lua_pushstring(L, r->counter ? "C" : "X");
+	lua_setfield(L, -2, "ph");
 	if (r->path) {
 		lua_pushstring(L, r->path);
 		lua_setfield(L, -2, "path");

@@ -22,7 +22,8 @@ struct dc_script;
 /* What the script sees of the run in dc.options. */
 struct dc_run_info {
 	const char *output;       /* -o as given, or "." */
-	const char *mode;         /* "trace" */
+	const char *mode;         /* "trace" or "profile" from the command line, NULL: not given */
+	uint64_t interval_ns;     /* --interval, 0: not given */
 	int pid;                  /* -p PID, 0 when datacrumbs starts the command */
 	char **cmd;               /* NULL-terminated command, or NULL with -p */
 	char **script_args;       /* arguments after the script name, NULL-terminated */
@@ -81,6 +82,17 @@ enum dc_script_stat {
 };
 typedef void (*dc_stats_fn)(void *ctx, uint64_t out[DC_SS_NR]);
 void dc_script_set_stats(struct dc_script *s, dc_stats_fn fn, void *ctx);
+
+/* What dc.aggregates() and dc.totals() read: calls visit(row, arg) per aggregate
+ * (core/profile.h dc_profile_read; totals != 0: the run's totals). */
+struct dc_prow;
+typedef void (*dc_read_fn)(void *ctx, int totals,
+			   void (*visit)(const struct dc_prow *row, void *arg), void *arg);
+void dc_script_set_reader(struct dc_script *s, dc_read_fn fn, void *ctx);
+
+/* The mode the script asked for with dc.mode (DC_MODE_* of cli.h, 0: none) and its
+ * interval (ns, 0: none). */
+int dc_script_mode(const struct dc_script *s, uint64_t *interval_ns);
 
 /* A traced process started (fork), changed image (exec) or ended (exit): calls the
  * script's dc.on_process functions with { event, pid, ppid, name, status }. */

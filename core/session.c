@@ -25,6 +25,7 @@
 #include "elfsym.h"
 #include "kmech.h"
 #include "lua_api.h"
+#include "profile.h"
 #include "resolve.h"
 #include "writer.h"
 
@@ -38,6 +39,9 @@ struct session {
 	sigset_t oldmask;         /* the mask before we blocked them: the command's */
 	uv_timer_t flush_timer;
 	uv_timer_t drain_timer;   /* reads the ring buffer between wakeups */
+	uv_timer_t profile_timer; /* profile mode: writes each ended interval's counters */
+	struct dc_profile *prof;  /* the run's totals, and profile mode's aggregates */
+	uint64_t interval_ns;     /* profile mode's interval, 0: trace mode */
 	struct dc_bpf *bpf;
 	struct dc_script *script;
 	struct dc_consumer *cons;
@@ -314,6 +318,34 @@ static void on_drain(uv_timer_t *t)
 		uv_stop(&s->loop);
 }
 
+/* Profile mode: this long after an interval ends, its aggregates are complete (the
+ * probes that ran at its end have finished; its records were drained). */
+#define DC_PROFILE_LAG_MS 30
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
+}
+
+static void on_profile(uv_timer_t *t)
+{
+	struct session *s = t->data;
+	drain(s);
+	dc_consumer_count(s->cons, dc_profile_flush(s->prof, mono_ns() - DC_PROFILE_LAG_MS *
+						    1000000ULL, 0));
+}
+
+/* dc_read_fn: dc.aggregates() and dc.totals() read the run's profile. */
+static void read_cb(void *ctx, int totals, void (*visit)(const struct dc_prow *row, void *arg),
+		    void *arg)
+{
+	struct session *s = ctx;
+	drain(s);
+	dc_profile_read(s->prof, totals, visit, arg);
+}
+
 static void on_flush(uv_timer_t *t)
 {
 	struct session *s = t->data;
@@ -557,7 +589,10 @@ int dc_session_run(const struct dc_opts *o)
 		fail("cannot create the event loop");
 		return DC_EXIT_FAIL;
 	}
-	struct dc_run_info info = { .output = o->output, .mode = "trace", .pid = o->pid,
+	struct dc_run_info info = { .output = o->output, .pid = o->pid,
+				    .mode = o->mode == DC_MODE_PROFILE ? "profile"
+					  : o->mode == DC_MODE_TRACE ? "trace" : NULL,
+				    .interval_ns = o->interval_ns,
 				    .cmd = o->cmd, .script_args = o->script_args };
 	s->script = dc_script_new(&s->loop, &info);
 	if (!s->script) {
@@ -619,7 +654,14 @@ int dc_session_run(const struct dc_opts *o)
 		snprintf(host, sizeof(host), "localhost");
 	host[sizeof(host) - 1] = 0;
 
-	s->bpf = dc_bpf_open(o->ringbuf_bytes, err, sizeof(err));
+	/* the mode: the command line's, else the script's (dc.mode), else trace */
+	uint64_t script_iv;
+	int mode = o->mode ? o->mode : dc_script_mode(s->script, &script_iv);
+	if (mode == DC_MODE_PROFILE)
+		s->interval_ns = o->interval_ns ? o->interval_ns
+			       : script_iv ? script_iv : 1000000000ULL;
+	uint64_t t0 = mono_ns();
+	s->bpf = dc_bpf_open(o->ringbuf_bytes, s->interval_ns, t0, err, sizeof(err));
 	if (!s->bpf) {
 		fail(err);
 		goto out;
@@ -654,11 +696,18 @@ int dc_session_run(const struct dc_opts *o)
 		fail(err);
 		goto out;
 	}
-	s->cons = dc_consumer_new(s->bpf, s->w, s->script, mono_to_real(), err, sizeof(err));
+	int64_t m2r = mono_to_real();
+	s->cons = dc_consumer_new(s->bpf, s->w, s->script, m2r, err, sizeof(err));
 	if (!s->cons) {
 		fail(err);
 		goto out;
 	}
+	s->prof = dc_profile_new(s->bpf, s->w, s->script, s->interval_ns, t0, m2r);
+	if (!s->prof) {
+		fail("out of memory");
+		goto out;
+	}
+	dc_consumer_set_profile(s->cons, s->prof, s->interval_ns > 0);
 	if (dc_bpf_trace_pid(s->bpf, s->child)) {
 		snprintf(err, sizeof(err), "cannot add pid %d to the traced map: %s (nothing was "
 			 "traced; check `datacrumbs features`)", s->child, strerror(errno));
@@ -673,6 +722,7 @@ int dc_session_run(const struct dc_opts *o)
 	dc_consumer_add_process(s->cons, s->child, name);
 	dc_script_set_emitter(s->script, emit_record_cb, s->cons, s->child);
 	dc_script_set_stats(s->script, stats_cb, s);
+	dc_script_set_reader(s->script, read_cb, s);
 	write_start(s, name, o->cmd, now_us());
 	dc_writer_flush(s->w); /* a run killed in its first second still leaves a trace */
 
@@ -692,6 +742,13 @@ int dc_session_run(const struct dc_opts *o)
 	uv_timer_init(&s->loop, &s->drain_timer);
 	s->drain_timer.data = s;
 	uv_timer_start(&s->drain_timer, on_drain, DC_DRAIN_MS, DC_DRAIN_MS);
+	uv_timer_init(&s->loop, &s->profile_timer);
+	s->profile_timer.data = s;
+	if (s->interval_ns) { /* fires DC_PROFILE_LAG_MS after each interval's end */
+		uint64_t iv = s->interval_ns / 1000000, since = (mono_ns() - t0) / 1000000;
+		uv_timer_start(&s->profile_timer, on_profile,
+			       iv + DC_PROFILE_LAG_MS > since ? iv + DC_PROFILE_LAG_MS - since : 0, iv);
+	}
 	int early = early_signal(s);
 	if (early) {
 		/* interrupted while starting: the command never runs; the trace says so */
@@ -742,6 +799,8 @@ int dc_session_run(const struct dc_opts *o)
 	uv_run(&s->loop, UV_RUN_DEFAULT);
 	drain(s);
 	dc_script_end(s->script); /* the script's summary, before the end record */
+	/* the last, partial interval (after on_end, which may still read it as aggregates) */
+	dc_consumer_count(s->cons, dc_profile_flush(s->prof, 0, 1));
 	if (s->started) {
 		rc = WIFEXITED(s->status) ? WEXITSTATUS(s->status)
 		   : WIFSIGNALED(s->status) ? 128 + WTERMSIG(s->status) : DC_EXIT_FAIL;
@@ -804,6 +863,7 @@ out:
 		dc_script_set_stats(s->script, NULL, NULL);
 	}
 	dc_consumer_free(s->cons);
+	dc_profile_free(s->prof);
 	/* close our handles and the script's (luv) while the Lua state still exists */
 	uv_walk(&s->loop, close_handle, NULL);
 	uv_run(&s->loop, UV_RUN_DEFAULT);

@@ -1,0 +1,396 @@
+/* profile.c: profile mode (the BPF `aggs` map read per interval, batched, merged with the
+ * records that still travel, written as counter events) and the run's per-file totals. */
+#define _GNU_SOURCE
+#include "profile.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+
+#include "attach.h"
+#include "fdtable.h"
+#include "lua_api.h"
+#include "record.h"
+#include "writer.h"
+
+#define BATCH 256  /* map entries read per bpf_map_lookup_batch call */
+
+/* One aggregate in a user-side table: by process, probe, interval and path. */
+struct entry {
+	int used;
+	int pid;
+	unsigned probe;
+	unsigned interval;   /* UINT32_MAX in the totals table */
+	char *path;          /* NULL: no file */
+	struct dc_agg a;
+};
+
+struct table {
+	struct entry *e;
+	size_t n, cap;
+};
+
+struct dc_profile {
+	struct dc_bpf *bpf;
+	struct dc_writer *w;
+	struct dc_script *script;
+	uint64_t interval_ns, t0;
+	int64_t mono_to_real;
+	struct table pending, totals;
+	int *exited;
+	size_t nexited, capexited;
+	struct dc_record rec;
+};
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h;
+}
+
+static uint64_t key_hash(int pid, unsigned probe, unsigned interval, const char *path)
+{
+	uint64_t h = mix(mix(mix(1469598103934665603ULL, pid), probe), interval);
+	for (const char *c = path; c && *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+	return h;
+}
+
+static int same(const struct entry *e, int pid, unsigned probe, unsigned interval,
+		const char *path)
+{
+	return e->pid == pid && e->probe == probe && e->interval == interval &&
+	       (e->path == path || (e->path && path && !strcmp(e->path, path)));
+}
+
+static void *xcalloc(size_t n, size_t sz)
+{
+	void *p = calloc(n, sz);
+	if (!p) {
+		perror("datacrumbs: out of memory");
+		abort();
+	}
+	return p;
+}
+
+/* The entry for the key, added zeroed (min fields at their maximum) when absent. */
+static struct entry *slot(struct table *t, int pid, unsigned probe, unsigned interval,
+			  const char *path)
+{
+	if ((t->n + 1) * 2 > t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 1024;
+		struct entry *n = xcalloc(cap, sizeof(*n));
+		for (size_t i = 0; i < t->cap; i++) {
+			if (!t->e[i].used)
+				continue;
+			size_t j = key_hash(t->e[i].pid, t->e[i].probe, t->e[i].interval,
+					    t->e[i].path) & (cap - 1);
+			while (n[j].used)
+				j = (j + 1) & (cap - 1);
+			n[j] = t->e[i];
+		}
+		free(t->e);
+		t->e = n;
+		t->cap = cap;
+	}
+	size_t j = key_hash(pid, probe, interval, path) & (t->cap - 1);
+	while (t->e[j].used && !same(&t->e[j], pid, probe, interval, path))
+		j = (j + 1) & (t->cap - 1);
+	struct entry *e = &t->e[j];
+	if (!e->used) {
+		e->used = 1;
+		e->pid = pid;
+		e->probe = probe;
+		e->interval = interval;
+		e->path = path ? strdup(path) : NULL;
+		memset(&e->a, 0, sizeof(e->a));
+		e->a.dur_min = e->a.bytes_min = UINT64_MAX;
+		t->n++;
+	}
+	return e;
+}
+
+static void merge(struct dc_agg *into, const struct dc_agg *a)
+{
+	into->count += a->count;
+	into->dur_sum += a->dur_sum;
+	if (a->count && a->dur_min < into->dur_min)
+		into->dur_min = a->dur_min;
+	if (a->count && a->dur_max > into->dur_max)
+		into->dur_max = a->dur_max;
+	into->bytes_n += a->bytes_n;
+	into->bytes_sum += a->bytes_sum;
+	if (a->bytes_n && a->bytes_min < into->bytes_min)
+		into->bytes_min = a->bytes_min;
+	if (a->bytes_n && a->bytes_max > into->bytes_max)
+		into->bytes_max = a->bytes_max;
+}
+
+static void one_call(struct dc_agg *a, uint64_t dur, int64_t bytes)
+{
+	struct dc_agg c = { 1, dur, dur, dur, 0, 0, 0, 0 };
+	if (bytes >= 0) {
+		c.bytes_n = 1;
+		c.bytes_sum = c.bytes_min = c.bytes_max = bytes;
+	}
+	merge(a, &c);
+}
+
+struct dc_profile *dc_profile_new(struct dc_bpf *b, struct dc_writer *w,
+				  struct dc_script *script, uint64_t interval_ns, uint64_t t0,
+				  int64_t mono_to_real_ns)
+{
+	struct dc_profile *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->bpf = b;
+	p->w = w;
+	p->script = script;
+	p->interval_ns = interval_ns;
+	p->t0 = t0;
+	p->mono_to_real = mono_to_real_ns;
+	return p;
+}
+
+void dc_profile_add(struct dc_profile *p, int pid, unsigned probe, uint64_t end_ns,
+		    uint64_t dur_ns, int64_t bytes, const char *path)
+{
+	unsigned interval = end_ns > p->t0 ? (end_ns - p->t0) / p->interval_ns : 0;
+	one_call(&slot(&p->pending, pid, probe, interval, path)->a, dur_ns, bytes);
+}
+
+void dc_profile_total(struct dc_profile *p, int pid, unsigned probe, uint64_t dur_ns,
+		      int64_t bytes, const char *path)
+{
+	one_call(&slot(&p->totals, pid, probe, UINT32_MAX, path)->a, dur_ns, bytes);
+}
+
+/* The path a BPF aggregate's file key names (the inode and handle tables), or NULL. */
+static const char *key_path(const struct dc_agg_key *k)
+{
+	if (k->kind == 1)
+		return dc_files_inode(k->fdev, k->fkey);
+	if (k->kind == 2) {
+		struct dc_proc_files *pf = dc_files_find(k->pid);
+		return pf ? dc_files_dir(pf, k->fkey) : NULL;
+	}
+	return NULL;
+}
+
+/* Reads the whole aggs map in batches: calls fn per entry (with the keys of one batch),
+ * then, with del, deletes the entries fn accepted. */
+static void read_map(struct dc_profile *p, int del,
+		     int (*fn)(struct dc_profile *p, const struct dc_agg_key *k,
+			       const struct dc_agg *a, void *arg), void *arg)
+{
+	int fd = dc_bpf_aggs_fd(p->bpf);
+	struct dc_agg_key keys[BATCH], gone[BATCH];
+	struct dc_agg vals[BATCH];
+	struct dc_agg_key in, out;
+	void *inp = NULL;
+	for (;;) {
+		__u32 n = BATCH, ngone = 0;
+		int e = bpf_map_lookup_batch(fd, inp, &out, keys, vals, &n, NULL);
+		if (e && errno != ENOENT)
+			break;
+		for (__u32 i = 0; i < n; i++)
+			if (fn(p, &keys[i], &vals[i], arg))
+				gone[ngone++] = keys[i];
+		if (del && ngone) {
+			__u32 c = ngone;
+			bpf_map_delete_batch(fd, gone, &c, NULL);
+		}
+		if (e) /* ENOENT: that was the last batch */
+			break;
+		in = out;
+		inp = &in;
+	}
+}
+
+/* read_map callback of a flush: takes the entries of ended intervals into pending. */
+static int take_ended(struct dc_profile *p, const struct dc_agg_key *k, const struct dc_agg *a,
+		      void *arg)
+{
+	unsigned limit = *(unsigned *)arg;
+	if (k->interval >= limit)
+		return 0;
+	merge(&slot(&p->pending, k->pid, k->probe, k->interval, key_path(k))->a, a);
+	return 1;
+}
+
+static int by_interval(const void *x, const void *y)
+{
+	const struct entry *a = *(struct entry *const *)x, *b = *(struct entry *const *)y;
+	if (a->interval != b->interval)
+		return a->interval < b->interval ? -1 : 1;
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	if (a->probe != b->probe)
+		return a->probe < b->probe ? -1 : 1;
+	return strcmp(a->path ? a->path : "", b->path ? b->path : "");
+}
+
+/* Writes one counter event (after the script's callbacks, which may drop or change it).
+ * Returns 1 when written. */
+static int write_counter(struct dc_profile *p, const struct entry *e)
+{
+	const struct dc_probe *pr = dc_bpf_probe(p->bpf, e->probe);
+	if (!pr)
+		return 0;
+	struct dc_record *r = &p->rec;
+	r->id = 0;
+	r->name = pr->func->name;
+	r->cat = pr->layer->name;
+	r->pid = r->tid = e->pid;
+	r->ts_us = (p->t0 + (uint64_t)e->interval * p->interval_ns + p->mono_to_real) / 1000;
+	r->dur_us = 0;
+	r->level = 0;
+	r->p_idx = -1;
+	r->path = e->path;
+	r->counter = 1;
+	r->nargs = 0;
+	r->used = 0;
+	dc_rec_int(r, "count", e->a.count);
+	dc_rec_int(r, "dur_sum", e->a.dur_sum / 1000);
+	dc_rec_int(r, "dur_min", e->a.dur_min / 1000);
+	dc_rec_int(r, "dur_max", e->a.dur_max / 1000);
+	if (e->a.bytes_n) {
+		dc_rec_int(r, "size_sum", e->a.bytes_sum);
+		dc_rec_int(r, "size_min", e->a.bytes_min);
+		dc_rec_int(r, "size_max", e->a.bytes_max);
+	}
+	if (p->script && dc_script_wants_events(p->script) && !dc_script_event(p->script, r))
+		return 0;
+	const char *fh = r->path ? dc_writer_file(p->w, r->pid, r->tid, r->path) : NULL;
+	dc_writer_begin_counter(p->w, r->name, r->cat, r->pid, r->tid, r->ts_us);
+	if (fh)
+		dc_writer_arg_str(p->w, "fhash", fh);
+	for (int i = 0; i < r->nargs; i++)
+		if (!r->args[i].is_str)
+			dc_writer_arg_int(p->w, r->args[i].key, r->args[i].i);
+	dc_writer_end(p->w);
+	return 1;
+}
+
+uint64_t dc_profile_flush(struct dc_profile *p, uint64_t now_ns, int final)
+{
+	if (!p->interval_ns)
+		return 0;
+	unsigned limit = final ? UINT32_MAX
+		       : now_ns > p->t0 ? (now_ns - p->t0) / p->interval_ns : 0;
+	read_map(p, 1, take_ended, &limit);
+
+	/* the ended intervals' entries, in order */
+	struct entry **out = xcalloc(p->pending.n + 1, sizeof(*out));
+	size_t n = 0;
+	for (size_t i = 0; i < p->pending.cap; i++)
+		if (p->pending.e[i].used && p->pending.e[i].interval < limit)
+			out[n++] = &p->pending.e[i];
+	qsort(out, n, sizeof(*out), by_interval);
+	uint64_t written = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct dc_probe *pr = dc_bpf_probe(p->bpf, out[i]->probe);
+		if (!pr || pr->hidden)
+			continue;
+		written += write_counter(p, out[i]);
+		merge(&slot(&p->totals, out[i]->pid, out[i]->probe, UINT32_MAX, out[i]->path)->a,
+		      &out[i]->a);
+	}
+	free(out);
+	/* drop them: rebuild pending from what is left */
+	struct table left = { 0 };
+	for (size_t i = 0; i < p->pending.cap; i++) {
+		struct entry *e = &p->pending.e[i];
+		if (!e->used)
+			continue;
+		if (e->interval >= limit)
+			merge(&slot(&left, e->pid, e->probe, e->interval, e->path)->a, &e->a);
+		free(e->path);
+	}
+	free(p->pending.e);
+	p->pending = left;
+	for (size_t i = 0; i < p->nexited; i++)
+		dc_files_exit(p->exited[i]);
+	p->nexited = 0;
+	return written;
+}
+
+void dc_profile_exit(struct dc_profile *p, int pid)
+{
+	if (p->nexited == p->capexited) {
+		size_t cap = p->capexited ? p->capexited * 2 : 64;
+		int *n = realloc(p->exited, cap * sizeof(*n));
+		if (!n) {
+			dc_files_exit(pid);
+			return;
+		}
+		p->exited = n;
+		p->capexited = cap;
+	}
+	p->exited[p->nexited++] = pid;
+}
+
+/* Hands out one aggregate as a dc_prow. */
+static void visit(struct dc_profile *p, const struct entry *e,
+		  void (*fn)(const struct dc_prow *row, void *arg), void *arg)
+{
+	const struct dc_probe *pr = dc_bpf_probe(p->bpf, e->probe);
+	if (!pr || pr->hidden)
+		return;
+	struct dc_prow row = {
+		e->pid, pr->func->name, pr->layer->name, e->path,
+		e->interval == UINT32_MAX ? 0
+		: (p->t0 + (uint64_t)e->interval * p->interval_ns + p->mono_to_real) / 1000,
+		e->a.count, e->a.dur_sum, e->a.dur_min, e->a.dur_max,
+		e->a.bytes_n, e->a.bytes_sum, e->a.bytes_n ? e->a.bytes_min : 0, e->a.bytes_max,
+	};
+	fn(&row, arg);
+}
+
+struct read_ctx {
+	void (*fn)(const struct dc_prow *row, void *arg);
+	void *arg;
+};
+
+/* read_map callback of dc_profile_read: hands out each entry as it is, deletes nothing. */
+static int show(struct dc_profile *p, const struct dc_agg_key *k, const struct dc_agg *a,
+		void *arg)
+{
+	struct read_ctx *c = arg;
+	struct entry e = { 1, k->pid, k->probe, k->interval, (char *)key_path(k), *a };
+	visit(p, &e, c->fn, c->arg);
+	return 0;
+}
+
+void dc_profile_read(struct dc_profile *p, int totals,
+		     void (*fn)(const struct dc_prow *row, void *arg), void *arg)
+{
+	struct table *t = totals ? &p->totals : &p->pending;
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->e[i].used)
+			visit(p, &t->e[i], fn, arg);
+	if (!totals && p->interval_ns) {
+		struct read_ctx c = { fn, arg };
+		read_map(p, 0, show, &c);
+	}
+}
+
+static void free_table(struct table *t)
+{
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->e[i].used)
+			free(t->e[i].path);
+	free(t->e);
+}
+
+void dc_profile_free(struct dc_profile *p)
+{
+	if (!p)
+		return;
+	free_table(&p->pending);
+	free_table(&p->totals);
+	free(p->exited);
+	free(p);
+}

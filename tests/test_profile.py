@@ -1,0 +1,133 @@
+"""test_profile.py: profile mode (--mode profile, dc.mode): counters per interval, process,
+function and file whose totals equal trace mode's for the same deterministic command
+(count and bytes per function and file), each call in exactly one interval, interval
+starts on the interval grid; and the Lua map-read API (dc.aggregates, dc.totals)."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+import dctest  # noqa: E402
+from dctest import check, equal  # noqa: E402
+
+dctest.need_root()
+ROUNDS = 5
+
+
+def command(data):
+    # 5 rounds of dd (100 x 64 KiB reads and writes), 150 ms apart: the calls span
+    # several 100 ms intervals (the pause is the program's pacing, not a test's wait)
+    loop = ("for i in 1 2 3 4 5; do dd if=/dev/zero of=%s/dd.$i bs=64k count=100 "
+            "status=none; sleep 0.15; done" % data)
+    return ["/bin/sh", "-c", loop]
+
+
+def run(name, opts, script="io_posix.lua"):
+    d = dctest.workdir("profile-" + name)
+    data = os.path.join(d, "data")
+    os.makedirs(data)
+    r = dctest.run_dc(["run", "-o", d] + opts + [script, "--"] + command(data))
+    equal(r.returncode, 0, "%s: exit status (stderr: %s)" % (name, r.stderr.strip()))
+    trace = dctest.find_trace(d)
+    dctest.check_pfw(trace)
+    events, _, _ = dctest.read_trace(trace)
+    return data, r, events
+
+
+def where(e, data):
+    """The event's file relative to data; pipes by kind (their inode differs per run)."""
+    if not e["path"]:
+        return None
+    return "pipe" if "pipe:[" in e["path"] else os.path.relpath(e["path"], data)
+
+
+def totals_trace(events, data):
+    t = {}
+    for e in events:
+        if e.get("ph") == "X" and e["cat"] == "POSIX":
+            k = (e["name"], where(e, data))
+            c = t.setdefault(k, [0, 0])
+            c[0] += 1
+            c[1] += e["args"].get("count", 0)
+    return t
+
+
+def totals_profile(events, data):
+    t = {}
+    for e in events:
+        if e.get("ph") == "C" and e["cat"] == "POSIX":
+            k = (e["name"], where(e, data))
+            c = t.setdefault(k, [0, 0])
+            c[0] += e["args"]["count"]
+            c[1] += e["args"].get("size_sum", 0)
+    return t
+
+
+# 1. the same command in trace and profile mode: equal totals per function and file
+data_t, _, ev_t = run("trace", [])
+data_p, r, ev_p = run("profile", ["--mode", "profile", "--interval", "100ms"])
+tt, tp = totals_trace(ev_t, data_t), totals_profile(ev_p, data_p)
+for i in range(1, ROUNDS + 1):
+    equal(tp.get(("write", "dd.%d" % i)), [100, 100 * 65536], "profile: dd.%d's writes and bytes" % i)
+equal(tp.get(("read", "../../../../../dev/zero".replace("../../../../../", os.path.relpath("/", data_p) + "/"))),
+      [100 * ROUNDS, 100 * ROUNDS * 65536], "profile: /dev/zero's reads and bytes")
+diff = {k: (tp.get(k), tt.get(k)) for k in set(tp) | set(tt) if tp.get(k) != tt.get(k)}
+equal(diff, {}, "profile totals (count, bytes per function and file) == trace mode's "
+      "(differences as (profile, trace))")
+check(len(tt) > 50, "many (function, file) pairs compared: %d" % len(tt))
+equal([e for e in ev_p if e.get("ph") == "X" and e["cat"] == "POSIX"], [],
+      "profile mode writes no complete events for the calls")
+end = [e for e in ev_p if e.get("name") == "end"][0]
+counters = [e for e in ev_p if e.get("ph") == "C"]
+equal(end["args"]["num_events"], len(counters), "end record counts the counter events")
+equal(end["args"]["lost"], 0, "nothing lost")
+
+# 2. intervals: starts on the 100 ms grid, several of them, each key once per interval
+starts = sorted(set(e["ts"] for e in counters))
+check(len(starts) >= 4, "the calls span several intervals: %r" % starts)
+equal([(t - starts[0]) % 100000 for t in starts], [0] * len(starts), "interval starts are 100 ms apart")
+keys = [(e["pid"], e["name"], e.get("args", {}).get("fhash"), e["ts"]) for e in counters]
+equal(len(keys), len(set(keys)), "one counter per process, function, file and interval")
+writes = sorted((e["ts"], e["path"]) for e in counters if e["name"] == "write" and e["path"]
+                and e["path"].startswith(data_p))
+equal(sorted(set(p for _, p in writes)), ["%s/dd.%d" % (data_p, i) for i in range(1, ROUNDS + 1)],
+      "each dd's writes")
+check(len(set(t for t, _ in writes)) >= 3, "the writes land in several intervals: %r" % writes)
+
+# 3. the script sets the mode; dc.aggregates (the BPF map now) + dc.totals (written)
+d = dctest.workdir("profile-lua")
+script = os.path.join(d, "prof.lua")
+with open(script, "w") as f:
+    f.write('''local dc = require "datacrumbs"
+dc.probe "posix"
+assert(dc.mode("profile", "100ms") == "profile")
+local function writes(rows)
+  local n, bytes = 0, 0
+  for _, r in ipairs(rows) do
+    if r.name == "write" and r.path and r.path:find("/dd%.%d$") then
+      n, bytes = n + r.count, bytes + (r.size_sum or 0)
+    end
+  end
+  return n, bytes
+end
+dc.on_end(function()
+  local an, ab = writes(dc.aggregates())  -- not yet written: the last interval
+  local tn, tb = writes(dc.totals())      -- written so far
+  print(string.format("writes %d bytes %d", an + tn, ab + tb))
+end)
+''')
+data = os.path.join(d, "data")
+os.makedirs(data)
+r = dctest.run_dc(["run", "-o", d, script, "--"] + command(data))
+equal(r.returncode, 0, "dc.mode script: exit status (stderr: %s)" % r.stderr.strip())
+check("writes %d bytes %d" % (100 * ROUNDS, 100 * ROUNDS * 65536) in r.stdout,
+      "dc.aggregates + dc.totals at the end cover every write: %r" % r.stdout)
+trace = dctest.find_trace(d)
+dctest.check_pfw(trace)
+ev, _, _ = dctest.read_trace(trace)
+check(any(e.get("ph") == "C" for e in ev) and not any(e.get("ph") == "X" and e["cat"] == "POSIX" for e in ev),
+      "dc.mode(\"profile\") made a profile")
+r = dctest.run_dc(["run", "--interval", "5ms", "io_posix.lua", "--", "true"])
+equal((r.returncode, r.stderr.strip()), (2, "datacrumbs: --interval needs a duration of at least 10ms "
+                                            "(e.g. 1s, 250ms), got '5ms' (see 'datacrumbs run --help')"),
+      "a too short interval is a usage error")
+dctest.finish()
