@@ -2,7 +2,7 @@
 # run.sh: datacrumbs' cost measured side by side with bpftrace and with no tracer, in one
 # invocation, as ratios: the POSIX layer (uprobes) against bpftrace's uprobes, the SYSCALL
 # layer (raw_syscalls tp_btf) against bpftrace's syscall tracepoints and against the POSIX
-# layer; then the user side's event throughput and loss, and peak memory.
+# layer; profile mode against trace mode on both; then the user side's event throughput and loss, and peak memory.
 # What each number means: README.md. Run as root: bench/run.sh (about 1.5 minutes here).
 #
 # Knobs (environment):
@@ -10,7 +10,8 @@
 #   SYS_N=50000    loop iterations per syscall-tracepoint run (a traced call is ~10x cheaper;
 #                  2 x SYS_N records of 136 bytes must fit the 16 MiB ring buffer)
 #   ROUNDS=7       rounds of {bare, bpftrace, datacrumbs nocb.lua, datacrumbs io_posix.lua,
-#                  bare; bare, bpftrace tracepoints, datacrumbs sys.lua, bare}
+#                  nocb.lua in profile mode, bare; bare, bpftrace tracepoints, datacrumbs
+#                  sys.lua, sys.lua in profile mode, bare}
 #   TP_N=50000     loop iterations per process in the throughput runs
 #   TP_CONFIGS="1:16M 2:16M 4:16M 2:1M 2:256K 2:64K"   PROCS:BUFFER per throughput run
 #   OUT=/tmp/datacrumbs-bench   work directory (traces, raw results)
@@ -103,11 +104,11 @@ bt() {
 		"maxrss_kb=$(cat "$OUT/rss")" >>"$RES"
 }
 
-# dc VARIANT SCRIPT N PROCS BUFFER
+# dc VARIANT SCRIPT N PROCS BUFFER [RUN-OPTIONS...]
 dc() {
 	local t0 t1 tr=$OUT/$1-$R.pfw.gz
 	t0=$(now)
-	peak "$DC" run -q --buffer-size "$5" "$2" -o "$tr" -- "$OUT/loop" "$3" "$OUT/small" "$4" \
+	peak "$DC" run -q --buffer-size "$5" "${@:6}" "$2" -o "$tr" -- "$OUT/loop" "$3" "$OUT/small" "$4" \
 		>"$OUT/dc.out" 2>"$OUT/dc.err" || die "datacrumbs failed: $(cat "$OUT/dc.err")"
 	t1=$(now)
 	echo "variant=$1 round=$R procs=$4 buffer=$5 $(loopline "$OUT/dc.out") t0=$t0 t1=$t1" \
@@ -187,10 +188,12 @@ for R in $(seq 1 "$ROUNDS"); do
 	watch; bt bpftrace "$BT_PROG" "$N"
 	watch; dc dc_nocb "$here/nocb.lua" "$N" 1 16M
 	watch; dc dc_io_posix io_posix.lua "$N" 1 16M
+	watch; dc dc_prof "$here/nocb.lua" "$N" 1 16M --mode profile --interval 1s
 	watch; bare "$N" 1
 	watch; bare "$SYS_N" 1
 	watch; bt bpftrace_tp "$BT_TP_PROG" "$SYS_N"
 	watch; dc dc_sys "$here/sys.lua" "$SYS_N" 1 16M
+	watch; dc dc_prof_sys "$here/sys.lua" "$SYS_N" 1 16M --mode profile --interval 1s
 	watch; bare "$SYS_N" 1
 	watch
 	t1=$(now)

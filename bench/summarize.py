@@ -33,16 +33,23 @@ def med(xs):
 
 
 # overhead variants in table order, and the peer each is compared with ("vs peer")
-VARIANTS = ("bpftrace", "dc_nocb", "dc_io_posix", "bpftrace_tp", "dc_sys")
-PEER = {"dc_nocb": "bpftrace", "dc_io_posix": "bpftrace", "dc_sys": "bpftrace_tp"}
+VARIANTS = ("bpftrace", "dc_nocb", "dc_io_posix", "dc_prof", "bpftrace_tp", "dc_sys",
+            "dc_prof_sys")
+PEER = {"dc_nocb": "bpftrace", "dc_io_posix": "bpftrace", "dc_prof": "bpftrace",
+        "dc_sys": "bpftrace_tp", "dc_prof_sys": "bpftrace_tp"}
+PROFILE = {"dc_prof": "dc_nocb", "dc_prof_sys": "dc_sys"}  # profile mode -> its trace mode
 # other per-round ratios of added time: (numerator, denominator, what it says)
 FRACTIONS = (("dc_sys", "dc_nocb", "datacrumbs: SYSCALL layer / POSIX layer (uprobes)"),
+             ("dc_prof", "dc_nocb", "datacrumbs: profile / trace mode, POSIX layer"),
+             ("dc_prof_sys", "dc_sys", "datacrumbs: profile / trace mode, SYSCALL layer"),
              ("bpftrace_tp", "bpftrace", "bpftrace: syscall tracepoints / uprobes"))
 
 
 def check_events(r):
     """Warns when a datacrumbs run wrote fewer events than the loop made calls: calls that
     were attached but never recorded make a variant look cheaper than it is."""
+    if r["variant"] in PROFILE:  # counters, not an event per call
+        return
     if "events" in r and r["events"] + r["lost"] < r["calls"]:
         print("WARNING: %s round %s: %d events (+%d lost) for %d calls: calls were missed, "
               "its figures are not comparable" % (r["variant"], r["round"], r["events"],
@@ -98,9 +105,11 @@ def main(path):
                  "cbare": cb, "cper": cper, "cadded": cper - cb, "oncpu": r["cpu_ns"] / r["elapsed_ns"],
                  "attach": (r["start_ns"] - r["t0"]) / 1e9, "detach": (r["t1"] - r["end_ns"]) / 1e9,
                  "rss": r["maxrss_kb"] / 1024}
-            if "events" in r:
+            if "events" in r and r["variant"] not in PROFILE:
                 d["cpu_ev"] = r["parent_cpu_ns"] / max(r["events"], 1)
+            if "events" in r:
                 d["lost"] = r["lost"]
+                d["cpu_call"] = r["parent_cpu_ns"] / r["calls"]  # the tracer's, per call
             rows.setdefault(r["variant"], []).append(d)
         for v, peer in PEER.items():
             if v in added and added.get(peer):
@@ -178,6 +187,17 @@ def main(path):
           "io_posix %.2f us, sys %.2f us; the Lua callback adds %.2f us per event" % (
               cpu["dc_nocb"] / 1e3, cpu["dc_io_posix"] / 1e3, cpu["dc_sys"] / 1e3,
               (cpu["dc_io_posix"] - cpu["dc_nocb"]) / 1e3))
+    for prof, trace in PROFILE.items():
+        a = med([r["cpu_call"] for r in rows.get(prof, []) if "cpu_call" in r])
+        b = med([r["cpu_call"] for r in rows.get(trace, []) if "cpu_call" in r])
+        if rows.get(prof):
+            print("  tracer CPU per traced call: %s %.3f us vs %s %.3f us (profile mode sends "
+                  "no record per call)" % (prof, a / 1e3, trace, b / 1e3))
+            # what the machine pays per call: the loop's added CPU plus the tracer's own
+            ta = med([r["cadded"] + r["cpu_call"] for r in rows.get(prof, []) if "cpu_call" in r])
+            tb = med([r["cadded"] + r["cpu_call"] for r in rows.get(trace, []) if "cpu_call" in r])
+            print("  total CPU added per call (loop + tracer): %s %.2f us vs %s %.2f us: "
+                  "profile/trace %.2f" % (prof, ta / 1e3, trace, tb / 1e3, ta / tb))
 
     tp = [r for r in runs if r["round"] == "tp"]
     if tp:
