@@ -22,6 +22,7 @@ Why trace and strace can be compared call for call here (glibc 2.36, x86_64):
 - The commands are deterministic (fixed input bytes, gzip -n, fixed SQL, same environment
   and working directory), so the two runs make the same calls with the same fd numbers.
 A tool missing from the machine is a FAILURE, not a skip: install its Debian package."""
+import json
 import os
 import random
 import re
@@ -40,7 +41,8 @@ dctest.DATACRUMBS = os.path.abspath(dctest.DATACRUMBS)
 
 # Debian package of each tool the test needs
 TOOLS = {"strace": "strace", "dd": "coreutils", "cp": "coreutils", "tar": "tar",
-         "gzip": "gzip", "sqlite3": "sqlite3"}
+         "gzip": "gzip", "sqlite3": "sqlite3", "h5import": "hdf5-tools",
+         "h5repack": "hdf5-tools", "fio": "fio"}
 missing = ["%s (package %s)" % (t, p) for t, p in TOOLS.items() if not shutil.which(t)]
 if missing:
     print("FAIL: %s: tools missing: %s; install them, this test does not skip"
@@ -115,8 +117,9 @@ def strace_calls(log):
             pending[pid] = rest[:-len("<unfinished ...>")].rstrip()
             continue
         m = re.match(r"<\.\.\. \w+ resumed>(.*)", rest)
-        if m:
-            rest = pending.pop(pid) + m.group(1)
+        if m:  # the arguments were cut after a comma: "read(3<pipe:[7]>," + " 0x7f.., 8)"
+            head, tail = pending.pop(pid), m.group(1).lstrip()
+            rest = head + (" " if head.endswith(",") else "") + tail
         m = CALL.match(rest)
         if not m or m.group(1) not in SYSCALLS:
             continue  # exits, signals, unknown syscalls (other tracers' uretprobe trap)
@@ -380,6 +383,61 @@ equal(os.path.exists(P("sq/t.db-journal")), False, "sqlite3: journal deleted")
 jn = g("sq/t.db-journal")
 equal(len([c for c in jn if c[0] == "openat"]), len([c for c in jn if c[0] == "unlink"]),
       "sqlite3: every journal opened is unlinked")
+
+# --- 3. HDF5 (h5repack) and fio (psync engine) ----------------------------------------
+d = dctest.workdir("real-hdf5")
+A, O = os.path.join(d, "a.h5"), os.path.join(d, "o.h5")
+with open(os.path.join(d, "in.bin"), "wb") as f:
+    f.write(bytes(65536))
+with open(os.path.join(d, "in.cfg"), "w") as f:  # 16384 little-endian int32 as /data
+    f.write("PATH /data\nINPUT-CLASS IN\nINPUT-SIZE 32\nINPUT-BYTE-ORDER LE\nRANK 1\n"
+            "DIMENSION-SIZES 16384\nOUTPUT-CLASS IN\nOUTPUT-SIZE 32\nOUTPUT-BYTE-ORDER LE\n")
+subprocess.run(["h5import", "in.bin", "-c", "in.cfg", "-o", A], cwd=d, check=True)
+H5 = ["h5repack", "-M", "512", A, O]  # -M 512: the dataset copied as one contiguous block
+
+
+def keep_h5(p):
+    return p in (A, O)
+
+
+want = strace_run("real-hdf5-strace", H5, keep_h5, d)
+os.unlink(O)
+events, meta, got = trace_of("h5repack", d, H5, keep_h5, d)
+compare("h5repack", got, want)
+equal(max(c[3] + c[4] for c in got[O] if c[0] == "pwrite64"), size(O),
+      "h5repack: highest byte written to the output (offset + ret) = its size")
+equal(sum_bytes(got[O], ("pwrite64",)), sum_bytes(want[O], ("pwrite64",)),
+      "h5repack: bytes written to the output (trace = strace)")
+check(sum_bytes(got[A], ("pread64",)) >= size(A),
+      "h5repack: reads the whole input (%d bytes of %d)" % (sum_bytes(got[A], ("pread64",)), size(A)))
+
+d = dctest.workdir("real-fio")
+D = os.path.join(d, "fio.dat")
+FIO = ["fio", "--name=w", "--filename=" + D, "--size=4m", "--bs=64k", "--rw=write",
+       "--ioengine=psync", "--output-format=json"]
+
+
+def keep_fio(p):
+    return p == D
+
+
+want = strace_run("real-fio-strace", FIO, keep_fio, d)
+os.unlink(D)
+tdir = os.path.join(d, "trace")
+os.makedirs(tdir)
+r = dctest.run_dc(["run", "-o", tdir, "io_posix.lua", "--"] + FIO, cwd=d)
+equal(r.returncode, 0, "fio: datacrumbs exit status (stderr: %s)" % r.stderr.strip())
+trace = dctest.find_trace(tdir)
+dctest.check_pfw(trace)
+events, _, _ = dctest.read_trace(trace)
+got = per_file(trace_calls(events), keep_fio)
+compare("fio", got, want)
+report = json.loads(r.stdout[r.stdout.index("{"):])["jobs"][0]["write"]
+pw = [c for c in got.get(D, []) if c[0] == "pwrite64"]
+equal((len(pw), sum(c[-1] for c in pw)), (report["total_ios"], report["io_bytes"]),
+      "fio: pwrite calls and bytes in the trace = fio's own report")
+equal(sorted(c[3] for c in pw), [k * 65536 for k in range(64)], "fio: the 64 offsets")
+equal(report["io_bytes"], size(D), "fio: bytes written = the file's size")
 
 # the figures, for the log
 for path in sorted(got):
