@@ -89,6 +89,21 @@ struct {
 	__type(value, struct dc_pinfo);
 } pinfo SEC(".maps");
 
+/* Profile mode: which call opened each live handle (MPI_File, DIR *) of a process, so
+ * that aggregates name the open (whose record has the path), not a pointer that a later
+ * open may reuse. */
+struct dc_handle_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 handle;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct dc_handle_key);
+	__type(value, __u64);
+} handles SEC(".maps");
+
 /* 0: trace mode (a record per call); else profile mode's interval, ns, counted from
  * profile_t0 (CLOCK_MONOTONIC ns), both set by the loader before load. */
 const volatile __u64 profile_ns = 0;
@@ -295,13 +310,17 @@ static __always_inline void agg_key_bytes(const struct dc_pinfo *pi, const __u64
 		break;
 	}
 	case DC_PK_HANDLE:
-		k->kind = 2;
-		k->fkey = a1;
+	case DC_PK_AUXHANDLE: {
+		struct dc_handle_key hk = { .tgid = k->pid,
+					    .handle = pi->key == DC_PK_HANDLE ? a1 : aux };
+		__u64 *open_id = pi->key == DC_PK_HANDLE || aux_ok ?
+				 bpf_map_lookup_elem(&handles, &hk) : NULL;
+		if (open_id) {
+			k->kind = 2;
+			k->fkey = *open_id;
+		}
 		break;
-	case DC_PK_AUXHANDLE:
-		k->kind = aux_ok ? 2 : 0;
-		k->fkey = aux_ok ? aux : 0;
-		break;
+	}
 	case DC_PK_INODE:
 		k->kind = 1;
 		k->fkey = a1;
@@ -353,6 +372,25 @@ static __always_inline int profile_call(__u32 probe, __u32 tgid, __u64 ts, __u64
 	agg_key_bytes(pi, args, aux, aux_ok, iov_bytes, &k, &bytes, &has_bytes);
 	agg_add(&k, now - ts, bytes, has_bytes);
 	return 1;
+}
+
+/* Profile mode: a call that opens a handle (pinfo.hopen) returned: remember its id as
+ * the handle's opener. */
+static __always_inline void note_handle(__u32 probe, __u32 tgid, const struct dc_frame *f,
+					long ret)
+{
+	struct dc_pinfo *pi = bpf_map_lookup_elem(&pinfo, &probe);
+	if (!pi || !pi->hopen)
+		return;
+	struct dc_handle_key hk = { .tgid = tgid };
+	if (pi->hopen == 1 && (int)ret == 0 && f->aux_ok)
+		hk.handle = f->aux;
+	else if (pi->hopen == 2 && ret != 0 && ret != -1)
+		hk.handle = ret;
+	else
+		return;
+	__u64 id = f->id;
+	bpf_map_update_elem(&handles, &hk, &id, BPF_ANY);
 }
 
 /* A probed call starts on the current thread: push a frame with its attach cookie,
@@ -495,6 +533,8 @@ static __always_inline void call_return(__u64 cookie, long ret)
 	__u32 path = DC_COOKIE_PATH(cookie) - 1;
 	if (cookie >> 32)
 		return_reads(cookie, f, ret);
+	if (profile_ns)
+		note_handle(DC_COOKIE_PROBE(cookie), tgid, f, ret);
 	if (profile_ns && profile_call(DC_COOKIE_PROBE(cookie), tgid, f->ts, now, f->args, f->aux,
 				       f->aux_ok, f->iov_bytes)) {
 		st->depth = d;

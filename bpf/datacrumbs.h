@@ -121,7 +121,8 @@ struct dc_pinfo {
 				  or changes the fd tables: the user side needs it) */
 	unsigned char key, k1, k2;  /* enum dc_pkey and its argument indexes */
 	unsigned char bytes, b1, b2; /* enum dc_pbytes and its argument indexes */
-	unsigned char pad;
+	unsigned char hopen;   /* the call opens a handle: 1 the aux value (MPI_File_open's,
+				  when it returns 0), 2 the return value (opendir, non-NULL) */
 };
 
 /* An aggregate of profile mode: one per process, probe, interval and file. */
@@ -129,7 +130,8 @@ struct dc_agg_key {
 	unsigned int pid;       /* tgid */
 	unsigned int probe;     /* probe index */
 	unsigned int interval;  /* (return time - profile_t0) / profile_ns */
-	unsigned int kind;      /* 0: no file, 1: inode (fkey, fdev), 2: handle (fkey) */
+	unsigned int kind;      /* 0: no file, 1: inode (fkey, fdev), 2: a handle, fkey the id of
+				   the call that opened it (its record names the file) */
 	unsigned long long fkey;
 	unsigned long long fdev;
 };

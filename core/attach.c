@@ -269,7 +269,7 @@ int dc_bpf_tracepoint(const char *name)
 static int share_maps(struct dc_bpf *b, struct bpf_object *obj)
 {
 	static const char *const shared[] = { "traced", "stacks", "zero_stack", "events",
-					      "scratch", "stats", "aggs", "pinfo" };
+					      "scratch", "stats", "aggs", "pinfo", "handles" };
 	for (size_t i = 0; i < sizeof(shared) / sizeof(shared[0]); i++) {
 		struct bpf_map *mine = bpf_object__find_map_by_name(obj, shared[i]);
 		struct bpf_map *theirs = bpf_object__find_map_by_name(b->skel->obj, shared[i]);
@@ -446,6 +446,8 @@ static struct dc_pinfo pinfo_of(const struct dc_probe *p)
 	struct dc_pinfo pi = { 0 };
 	int size = -1, nmemb = -1, elems = -1, dtype = -1, ino = -1, dev = -1;
 	pi.record = f->effect != DC_FX_NONE;
+	pi.hopen = f->effect == DC_FX_HOPEN ? 1
+		 : f->effect == DC_FX_OPENDIR || f->effect == DC_FX_FDOPENDIR ? 2 : 0;
 	for (int i = 0; i < f->nargs; i++) {
 		const struct dc_arg *a = &f->args[i];
 		switch (a->kind) {

@@ -111,6 +111,8 @@ static void mark_rank(struct dc_consumer *c, int pid)
 	snprintf(value, sizeof(value), "%d", rank);
 	name_process(c, pid, name);
 	dc_writer_meta(c->w, "PR", pid, pid, "rank", value);
+	if (c->script)
+		dc_script_process(c->script, "rank", pid, 0, name, rank);
 }
 
 /* Writes a thread_name record the first time a thread is seen. */
@@ -223,9 +225,13 @@ static void apply_effect(struct dc_consumer *c, struct dc_proc_files *pf,
 		break;
 	case DC_FX_OPENDIR:
 		dc_files_set_dir(pf, (uint64_t)ret, path);
+		if (c->prof)
+			dc_profile_handle(c->prof, e->pid, e->id, path);
 		break;
 	case DC_FX_FDOPENDIR:
 		dc_files_set_dir(pf, (uint64_t)ret, fdpath);
+		if (c->prof)
+			dc_profile_handle(c->prof, e->pid, e->id, fdpath);
 		break;
 	case DC_FX_CLOSEDIR:
 	case DC_FX_HCLOSE:
@@ -235,6 +241,8 @@ static void apply_effect(struct dc_consumer *c, struct dc_proc_files *pf,
 	case DC_FX_HOPEN:
 		if (d->has_new && path)
 			dc_files_set_dir(pf, d->new_handle, path);
+		if (c->prof)
+			dc_profile_handle(c->prof, e->pid, e->id, path);
 		break;
 	case DC_FX_RANK:
 		mark_rank(c, e->pid);

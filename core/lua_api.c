@@ -668,9 +668,11 @@ static int l_totals(lua_State *L)
 	return 1;
 }
 
-/* dc.on_process(fn): fn(p) for each traced process that starts, execs or ends:
- *   p: { event = "fork" | "exec" | "exit", pid, ppid (fork), name (the executable),
- *        status (exit: the wait status, as waitpid(2) gives it) }
+/* dc.on_process(fn): fn(p) for each traced process that starts, execs or ends, or
+ * becomes an MPI rank (its MPI_Init returned; the MPIIO layer probed):
+ *   p: { event = "fork" | "exec" | "exit" | "rank", pid, ppid (fork), name (the
+ *        executable), status (exit: the wait status, as waitpid(2) gives it),
+ *        rank (rank: the MPI rank, from the launcher's environment) }
  * A later call replaces fn; errors are reported and counted. */
 static int l_on_process(lua_State *L)
 {
@@ -712,6 +714,9 @@ void dc_script_process(struct dc_script *s, const char *event, int pid, int ppid
 	if (!strcmp(event, "exit")) {
 		lua_pushinteger(L, status);
 		lua_setfield(L, -2, "status");
+	} else if (!strcmp(event, "rank")) {
+		lua_pushinteger(L, status);
+		lua_setfield(L, -2, "rank");
 	}
 	if (lua_pcall(L, 1, 0, 1) != LUA_OK) {
 		if (s->errors++ == 0)

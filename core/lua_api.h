@@ -94,8 +94,9 @@ void dc_script_set_reader(struct dc_script *s, dc_read_fn fn, void *ctx);
  * interval (ns, 0: none). */
 int dc_script_mode(const struct dc_script *s, uint64_t *interval_ns);
 
-/* A traced process started (fork), changed image (exec) or ended (exit): calls the
- * script's dc.on_process functions with { event, pid, ppid, name, status }. */
+/* A traced process started (fork), changed image (exec), ended (exit) or became an MPI
+ * rank (rank; status is then the rank): calls the script's dc.on_process function with
+ * { event, pid, ppid, name, status | rank }. */
 void dc_script_process(struct dc_script *s, const char *event, int pid, int ppid,
 		       const char *name, int status);
 

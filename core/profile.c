@@ -32,6 +32,12 @@ struct table {
 	size_t n, cap;
 };
 
+struct open_e {
+	int pid;
+	uint64_t id;    /* 0: empty */
+	char *path;
+};
+
 struct dc_profile {
 	struct dc_bpf *bpf;
 	struct dc_writer *w;
@@ -39,6 +45,8 @@ struct dc_profile {
 	uint64_t interval_ns, t0;
 	int64_t mono_to_real;
 	struct table pending, totals;
+	struct open_e *opens; /* (pid, id of the call that opened a handle) -> its path */
+	size_t nopens, capopens;
 	int *exited;
 	size_t nexited, capexited;
 	struct dc_record rec;
@@ -167,14 +175,47 @@ void dc_profile_total(struct dc_profile *p, int pid, unsigned probe, uint64_t du
 	one_call(&slot(&p->totals, pid, probe, UINT32_MAX, path)->a, dur_ns, bytes);
 }
 
-/* The path a BPF aggregate's file key names (the inode and handle tables), or NULL. */
-static const char *key_path(const struct dc_agg_key *k)
+/* The slot of (pid, id) in the opens table: its entry, or the empty one to fill. */
+static struct open_e *open_slot(struct dc_profile *p, int pid, uint64_t id)
+{
+	size_t j = mix(mix(7, pid), id) & (p->capopens - 1);
+	while (p->opens[j].id && (p->opens[j].id != id || p->opens[j].pid != pid))
+		j = (j + 1) & (p->capopens - 1);
+	return &p->opens[j];
+}
+
+void dc_profile_handle(struct dc_profile *p, int pid, uint64_t open_id, const char *path)
+{
+	if (!path || !open_id)
+		return;
+	if ((p->nopens + 1) * 2 > p->capopens) {
+		struct open_e *old = p->opens;
+		size_t oldcap = p->capopens;
+		p->capopens = oldcap ? oldcap * 2 : 256;
+		p->opens = xcalloc(p->capopens, sizeof(*p->opens));
+		for (size_t i = 0; i < oldcap; i++)
+			if (old[i].id)
+				*open_slot(p, old[i].pid, old[i].id) = old[i];
+		free(old);
+	}
+	struct open_e *e = open_slot(p, pid, open_id);
+	if (e->id)
+		return;
+	e->pid = pid;
+	e->id = open_id;
+	e->path = strdup(path);
+	p->nopens++;
+}
+
+/* The path a BPF aggregate's file key names (the inode table, the handles' opens), or
+ * NULL. */
+static const char *key_path(struct dc_profile *p, const struct dc_agg_key *k)
 {
 	if (k->kind == 1)
 		return dc_files_inode(k->fdev, k->fkey);
-	if (k->kind == 2) {
-		struct dc_proc_files *pf = dc_files_find(k->pid);
-		return pf ? dc_files_dir(pf, k->fkey) : NULL;
+	if (k->kind == 2 && p->capopens) {
+		const struct open_e *e = open_slot(p, k->pid, k->fkey);
+		return e->id ? e->path : NULL;
 	}
 	return NULL;
 }
@@ -216,7 +257,7 @@ static int take_ended(struct dc_profile *p, const struct dc_agg_key *k, const st
 	unsigned limit = *(unsigned *)arg;
 	if (k->interval >= limit)
 		return 0;
-	merge(&slot(&p->pending, k->pid, k->probe, k->interval, key_path(k))->a, a);
+	merge(&slot(&p->pending, k->pid, k->probe, k->interval, key_path(p, k))->a, a);
 	return 1;
 }
 
@@ -359,7 +400,7 @@ static int show(struct dc_profile *p, const struct dc_agg_key *k, const struct d
 		void *arg)
 {
 	struct read_ctx *c = arg;
-	struct entry e = { 1, k->pid, k->probe, k->interval, (char *)key_path(k), *a };
+	struct entry e = { 1, k->pid, k->probe, k->interval, (char *)key_path(p, k), *a };
 	visit(p, &e, c->fn, c->arg);
 	return 0;
 }
@@ -391,6 +432,9 @@ void dc_profile_free(struct dc_profile *p)
 		return;
 	free_table(&p->pending);
 	free_table(&p->totals);
+	for (size_t i = 0; i < p->capopens; i++)
+		free(p->opens[i].path);
+	free(p->opens);
 	free(p->exited);
 	free(p);
 }

@@ -36,6 +36,10 @@ struct dc_profile *dc_profile_new(struct dc_bpf *b, struct dc_writer *w,
 void dc_profile_add(struct dc_profile *p, int pid, unsigned probe, uint64_t end_ns,
 		    uint64_t dur_ns, int64_t bytes, const char *path);
 
+/* A handle (MPI_File, DIR *) was opened on path by call open_id of pid: BPF keys the
+ * aggregates of calls on that handle by open_id (bpf/common.bpf.h `handles`). */
+void dc_profile_handle(struct dc_profile *p, int pid, uint64_t open_id, const char *path);
+
 /* A written complete event (trace mode), for the totals. */
 void dc_profile_total(struct dc_profile *p, int pid, unsigned probe, uint64_t dur_ns,
 		      int64_t bytes, const char *path);

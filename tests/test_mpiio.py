@@ -47,15 +47,16 @@ def want_calls(r, n):
     ]
 
 
-def run(mpi, n, script):
+def run(mpi, n, script, opts=()):
     launcher, cc, env = MPIS[mpi]
-    d = dctest.workdir("mpiio-%s-%d-%s" % (mpi, n, script.split(".")[0]))
+    d = dctest.workdir("mpiio-%s-%d-%s%s" % (mpi, n, os.path.basename(script).split(".")[0],
+                                             "".join(opts).replace("-", "")))
     prog = os.path.join(d, "prog_mpiio")
     subprocess.run([cc, "-std=c99", "-O2", "-o", prog, SRC], check=True)
     target = os.path.join(d, "data", "shared.dat")
     os.makedirs(os.path.dirname(target))
-    r = dctest.run_dc(["run", "-o", d, script, "--"] + launcher + ["-n", str(n), prog, target],
-                      env=dict(os.environ, **env))
+    r = dctest.run_dc(["run", "-o", d] + list(opts) + [script, "--"] + launcher +
+                      ["-n", str(n), prog, target], env=dict(os.environ, **env))
     equal(r.returncode, 0, "%s -n %d under %s: exit status (stderr: %s)" % (mpi, n, script, r.stderr))
     check("prog_mpiio: %d ranks, size %d" % (n, n * 12288) in r.stdout, "the program's own check: %r" % r.stdout)
     trace = dctest.find_trace(d)
@@ -67,6 +68,7 @@ def run(mpi, n, script):
             equal(m["args"]["name"], "rank", "PR record's name")
             ranks[m["pid"]] = int(m["args"]["value"])
     names = {m["pid"]: m["args"]["name"] for m in meta if m["name"] == "process_name"}
+    run.stdout = r.stdout
     return target, events, ranks, names
 
 
@@ -129,4 +131,27 @@ for mpi in ("openmpi", "mpich"):
                     check(n * 4096 <= e["args"]["offset"] and e["args"]["offset"] + e["args"]["ret"] <= n * 12288,
                           "%s: collective pwrite inside the collective region: %r" % (what, e["args"]))
         equal(coll, n * 8192, what + ": the collective write's pwrites, all ranks, add up to its bytes")
+# a script sees the ranks (dc.on_process "rank"); profile mode names the MPI_File's file
+d = dctest.workdir("mpiio-script")
+script = os.path.join(d, "ranks.lua")
+with open(script, "w") as f:
+    f.write('''local dc = require "datacrumbs"
+dc.probe "mpiio"
+local ranks = {}
+dc.on_process(function(p) if p.event == "rank" then ranks[#ranks + 1] = p.rank end end)
+dc.on_end(function() table.sort(ranks); print("ranks " .. table.concat(ranks, ",")) end)
+''')
+for mpi in ("openmpi", "mpich"):
+    target, events, ranks, names = run(mpi, 4, script)
+    check("ranks 0,1,2,3" in run.stdout, "%s: dc.on_process saw the 4 ranks: %r" % (mpi, run.stdout))
+    target, events, ranks, names = run(mpi, 2, "io_mpiio.lua", ("--mode", "profile"))
+    equal(sorted(ranks.values()), [0, 1], "%s profile: ranks" % mpi)
+    for pid, r in ranks.items():
+        c = {e["name"]: e for e in events if e.get("ph") == "C" and e["pid"] == pid and e["path"] == target}
+        equal({k: (c[k]["args"]["count"], c[k]["args"].get("size_sum")) for k in
+               ("MPI_File_write_at", "MPI_File_write_at_all", "MPI_File_read_at_all", "MPI_File_write")
+               if k in c},
+              {"MPI_File_write_at": (1, 4096), "MPI_File_write_at_all": (1, 8192),
+               "MPI_File_read_at_all": (1, 8192), "MPI_File_write": (1, 100)},
+              "%s profile: rank %d's counters on the file (calls, bytes asked)" % (mpi, r))
 dctest.finish()
