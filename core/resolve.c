@@ -224,9 +224,15 @@ int dc_resolve_req(const struct dc_probe_req *r, const char *binary, char *const
 		*bad_binary = 1; /* what stops us reading it stops the kernel or ld.so too */
 		return -1;
 	}
+	char libs[128]; /* "libmpi.so|libmpich.so" said as "libmpi.so or libmpich.so" */
+	size_t n = 0;
+	for (const char *c = l->library; *c && n + 5 < sizeof(libs); c++)
+		n += *c == '|' ? (size_t)snprintf(libs + n, sizeof(libs) - n, " or ")
+			       : (size_t)snprintf(libs + n, sizeof(libs) - n, "%c", *c);
+	libs[n] = 0;
 	if (from_arg)
 		fprintf(stderr, "datacrumbs: %s does not load %s: layer %s is traced in the "
-			"library %s loads (%s)\n", binary, l->library, l->name, from_arg, lib);
+			"library %s loads (%s)\n", binary, libs, l->name, from_arg, lib);
 	if (found == 1 && pid <= 0) {
 		/* a static command (a launcher) may still exec dynamic programs: probe the
 		 * system's library, the one /bin/sh loads */
@@ -235,11 +241,12 @@ int dc_resolve_req(const struct dc_probe_req *r, const char *binary, char *const
 		if (found == 0)
 			fprintf(stderr, "datacrumbs: warning: %s does not load %s (a static "
 				"binary): layer %s is traced in the programs it runs that load %s\n",
-				binary, l->library, l->name, lib);
+				binary, libs, l->name, lib);
 	}
 	if (found != 0) {
-		fprintf(stderr, "datacrumbs: warning: %s does not load %s (a static binary?): "
-			"layer %s is not traced\n", binary, l->library, l->name);
+		fprintf(stderr, "datacrumbs: warning: %s does not load %s%s: layer %s is not "
+			"traced\n", binary, libs, args && args[0] && pid <= 0 ? ", nor does a "
+			"program among its arguments" : "", l->name);
 		return 0;
 	}
 	struct dc_elf_syms *syms = dc_elf_syms_open(lib, err, errlen);
