@@ -47,12 +47,12 @@ def want_calls(r, n):
     ]
 
 
-def run(mpi, n, script, opts=()):
+def run(mpi, n, script, opts=(), cflags=()):
     launcher, cc, env = MPIS[mpi]
     d = dctest.workdir("mpiio-%s-%d-%s%s" % (mpi, n, os.path.basename(script).split(".")[0],
-                                             "".join(opts).replace("-", "")))
+                                             "".join(opts + cflags).replace("-", "")))
     prog = os.path.join(d, "prog_mpiio")
-    subprocess.run([cc, "-std=c99", "-O2", "-o", prog, SRC], check=True)
+    subprocess.run([cc, "-std=c99", "-O2", "-o", prog, SRC] + list(cflags), check=True)
     target = os.path.join(d, "data", "shared.dat")
     os.makedirs(os.path.dirname(target))
     r = dctest.run_dc(["run", "-o", d] + list(opts) + [script, "--"] + launcher +
@@ -131,6 +131,15 @@ for mpi in ("openmpi", "mpich"):
                     check(n * 4096 <= e["args"]["offset"] and e["args"]["offset"] + e["args"]["ret"] <= n * 12288,
                           "%s: collective pwrite inside the collective region: %r" % (what, e["args"]))
         equal(coll, n * 8192, what + ": the collective write's pwrites, all ranks, add up to its bytes")
+# a call made through its PMPI_ name (HDF5 does) is traced once, under the MPI_ name
+for mpi in ("openmpi", "mpich"):
+    target, events, ranks, names = run(mpi, 2, "io_mpiio.lua", cflags=("-DTHROUGH_PMPI",))
+    for pid, r in ranks.items():
+        mine = [e for e in dctest.calls(events, "MPIIO") if e["pid"] == pid]
+        got = [(e["name"], {k: v for k, v in e["args"].items()
+                            if k not in ("hhash", "fhash", "level", "p_idx")}) for e in mine]
+        equal(got, want_calls(r, 2), "%s: PMPI_File_write_at: rank %d's calls, each once" % (mpi, r))
+
 # a script sees the ranks (dc.on_process "rank"); profile mode names the MPI_File's file
 d = dctest.workdir("mpiio-script")
 script = os.path.join(d, "ranks.lua")
