@@ -47,12 +47,31 @@ def want_calls(r, n):
     ]
 
 
-def run(mpi, n, script, opts=(), cflags=()):
-    launcher, cc, env = MPIS[mpi]
-    d = dctest.workdir("mpiio-%s-%d-%s%s" % (mpi, n, os.path.basename(script).split(".")[0],
-                                             "".join(opts + cflags).replace("-", "")))
+def build_indirect(cc, d):
+    """prog_mpiio's code in a shared library (libwrap.so, linked with MPI) and a main
+    program linked with libwrap only: the MPI library is reached through another one."""
+    lib = os.path.join(d, "libwrap.so")
+    subprocess.run([cc, "-std=c99", "-O2", "-shared", "-fPIC", "-Dmain=wrap_main", "-o", lib,
+                    SRC], check=True)
+    main = os.path.join(d, "main.c")
+    with open(main, "w") as f:
+        f.write("int wrap_main(int, char **);\n"
+                "int main(int argc, char **argv) { return wrap_main(argc, argv); }\n")
     prog = os.path.join(d, "prog_mpiio")
-    subprocess.run([cc, "-std=c99", "-O2", "-o", prog, SRC] + list(cflags), check=True)
+    subprocess.run(["cc", "-o", prog, main, "-L" + d, "-lwrap", "-Wl,-rpath," + d], check=True)
+    return prog
+
+
+def run(mpi, n, script, opts=(), cflags=(), indirect=False):
+    launcher, cc, env = MPIS[mpi]
+    d = dctest.workdir("mpiio-%s-%d-%s%s%s" % (mpi, n, os.path.basename(script).split(".")[0],
+                                               "".join(opts + cflags).replace("-", ""),
+                                               "-indirect" if indirect else ""))
+    prog = os.path.join(d, "prog_mpiio")
+    if indirect:
+        build_indirect(cc, d)
+    else:
+        subprocess.run([cc, "-std=c99", "-O2", "-o", prog, SRC] + list(cflags), check=True)
     target = os.path.join(d, "data", "shared.dat")
     os.makedirs(os.path.dirname(target))
     r = dctest.run_dc(["run", "-o", d] + list(opts) + [script, "--"] + launcher +
@@ -131,6 +150,14 @@ for mpi in ("openmpi", "mpich"):
                     check(n * 4096 <= e["args"]["offset"] and e["args"]["offset"] + e["args"]["ret"] <= n * 12288,
                           "%s: collective pwrite inside the collective region: %r" % (what, e["args"]))
         equal(coll, n * 8192, what + ": the collective write's pwrites, all ranks, add up to its bytes")
+# the MPI library reached through another shared library (the program links libwrap.so)
+for mpi in ("openmpi", "mpich"):
+    target, events, ranks, names = run(mpi, 2, "io_mpiio.lua", indirect=True)
+    equal(sorted(ranks.values()), [0, 1], "%s through libwrap.so: ranks" % mpi)
+    for pid, r in ranks.items():
+        equal([e["name"] for e in dctest.calls(events, "MPIIO") if e["pid"] == pid],
+              [c[0] for c in want_calls(r, 2)], "%s through libwrap.so: rank %d's calls" % (mpi, r))
+
 # a call made through its PMPI_ name (HDF5 does) is traced once, under the MPI_ name
 for mpi in ("openmpi", "mpich"):
     target, events, ranks, names = run(mpi, 2, "io_mpiio.lua", cflags=("-DTHROUGH_PMPI",))
