@@ -203,16 +203,30 @@ static __always_inline void arg_set(struct dc_frame *f, __u32 idx, __u64 v)
 			f->args[i] = v;
 }
 
-/* The entry-time reads a cookie asks for: an argument's short string or pointed-to value
- * in place of the pointer, and the aux value when it is read at entry. */
+/* The entry-time read a cookie asks for: the aux value when it is read at entry (a
+ * FILE *'s fd, which fclose frees). */
 static __always_inline void entry_reads(__u64 cookie, struct dc_frame *f)
 {
-	__u32 s = DC_COOKIE_STR_ARG(cookie) - 1, d = DC_COOKIE_DEREF_ARG(cookie) - 1;
 	__u32 a = DC_COOKIE_AUX_SRC(cookie) - 1;
 	f->aux = 0;
 	f->aux_ok = 0;
 	if (a < DC_MAX_ARGS && !DC_COOKIE_AUX_LATE(cookie))
 		f->aux_ok = read_aux(cookie, arg_at(f, a), &f->aux);
+}
+
+/* The return-time reads: an argument's short string or pointed-to value in place of the
+ * pointer (read at return: the call has touched them, so their pages are resident; at
+ * entry a string literal's page may not be yet, and the read would fail), and the aux
+ * value through the returned pointer or an out-pointer argument (whose target the call
+ * has filled in by now). */
+static __always_inline void return_reads(__u64 cookie, struct dc_frame *f, long ret)
+{
+	__u32 s = DC_COOKIE_STR_ARG(cookie) - 1, d = DC_COOKIE_DEREF_ARG(cookie) - 1;
+	__u32 a = DC_COOKIE_AUX_SRC(cookie);
+	if (a == DC_AUX_RET)
+		f->aux_ok = read_aux(cookie, ret, &f->aux);
+	else if (a >= 1 && a <= DC_MAX_ARGS && DC_COOKIE_AUX_LATE(cookie))
+		f->aux_ok = read_aux(cookie, arg_at(f, a - 1), &f->aux);
 	if (s < DC_MAX_ARGS) {
 		__u64 v = 0;
 		bpf_probe_read_user_str(&v, sizeof(v), (const void *)arg_at(f, s));
@@ -225,17 +239,6 @@ static __always_inline void entry_reads(__u64 cookie, struct dc_frame *f)
 			v = 0;
 		arg_set(f, d, v);
 	}
-}
-
-/* The return-time read of the aux value: through the returned pointer or an out-pointer
- * argument (whose target the call has filled in by now). */
-static __always_inline void return_reads(__u64 cookie, struct dc_frame *f, long ret)
-{
-	__u32 a = DC_COOKIE_AUX_SRC(cookie);
-	if (a == DC_AUX_RET)
-		f->aux_ok = read_aux(cookie, ret, &f->aux);
-	else if (a >= 1 && a <= DC_MAX_ARGS && DC_COOKIE_AUX_LATE(cookie))
-		f->aux_ok = read_aux(cookie, arg_at(f, a - 1), &f->aux);
 }
 
 /* *p = min(*p, v) and the max twin, safe against other CPUs (BPF_ATOMIC cmpxchg, 5.12). */

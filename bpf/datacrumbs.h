@@ -31,9 +31,9 @@ enum dc_kind {
  *   bits 40..47  byte offset added to the pointer before reading the aux value
  *   bits 48..55  byte offset for the in-place read (bits 60..63)
  *   bits 56..59  1 + index of a short string argument: its first 7 bytes (and a NUL)
- *                replace the pointer in args[] at entry (fopen's mode "r+")
- *   bits 60..63  1 + index of a pointer argument replaced in args[] at entry by the 8 bytes
- *                it points to (+ offset bits 48..55): an MPI datatype's size
+ *                replace the pointer in args[] at return (fopen's mode "r+")
+ *   bits 60..63  1 + index of a pointer argument replaced in args[] at return by the 8
+ *                bytes it points to (+ offset bits 48..55): an MPI datatype's size
  */
 #define DC_COOKIE(probe, path1, iov1, iovcnt1) \
 	((unsigned long long)(probe) | ((unsigned long long)(path1) << 16) | \

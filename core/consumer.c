@@ -348,7 +348,10 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 			if (aux && (int)e->aux >= 0)
 				d.fd = (int)e->aux;
 			break;
-		case DC_ARG_STR: { /* BPF put the string's first bytes in place of the pointer */
+		case DC_ARG_STR: { /* BPF put the string's first bytes in place of the pointer,
+				     when the call returned */
+			if (e->flags & DC_F_UNFINISHED)
+				break;
 			char s8[sizeof(v) + 1] = { 0 };
 			memcpy(s8, &v, sizeof(v));
 			const char *k = dc_rec_keep(r, s8, strlen(s8));
@@ -368,8 +371,9 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 			elems = (int)v;
 			dc_rec_int(r, a->name, elems);
 			break;
-		case DC_ARG_DATATYPE:
-			tsize = dc_mpi_type_size(pr->mpi, v);
+		case DC_ARG_DATATYPE: /* Open MPI's size is read when the call returns */
+			if (!(e->flags & DC_F_UNFINISHED))
+				tsize = dc_mpi_type_size(pr->mpi, v);
 			break;
 		case DC_ARG_STATUS:
 			if (aux && pr->mpi)

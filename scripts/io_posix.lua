@@ -1,6 +1,6 @@
 -- io_posix.lua: every libc file call of the command (POSIX layer), one event per call.
 -- The POSIX layer: every libc file call of the command (open, read, write,
--- pread/pwrite, lseek, fsync, stat, mmap, ... as listed in probes/posix.yaml), one
+-- pread/pwrite, lseek, fsync, stat, ... as listed in probes/posix.yaml), one
 -- complete event per call, with fd, count, offset, ret and the file's path (fhash); and
 -- the dynamic loader's own opens and reads (probes/ldso.yaml; needs its debug symbols).
 --
