@@ -210,7 +210,7 @@ int dc_check_main(int argc, char **argv)
 		free(sargs);
 		return EXIT_FAIL;
 	}
-	struct dc_run_info info = { .output = ".", .mode = "trace", .cmd = cmd,
+	struct dc_run_info info = { .output = ".", .mode = NULL, .cmd = cmd,
 				    .script_args = sargs };
 	struct dc_script *s = dc_script_new(&loop, &info);
 	if (!s) {
@@ -257,7 +257,8 @@ int dc_check_main(int argc, char **argv)
 		visible += c.v[i].visible;
 	if (!visible) {
 		snprintf(err, sizeof(err), "%s: no probe could be attached (see the warnings "
-			 "above)", script);
+			 "above)%s", script, cmd ? "" : "; the libraries are those of the command: "
+			 "give it, as in check SCRIPT -- mpirun -np 2 ./app");
 		goto out;
 	}
 	const char *base = strrchr(script, '/');

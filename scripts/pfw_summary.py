@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
 """pfw_summary.py: a short summary of a DFTracer trace (.pfw or .pfw.gz, ours or
-upstream's, complete or cut): calls, bytes and time per function and per file.
+upstream's, complete or cut): calls, bytes and time per function, per file and per
+process (MPI ranks by their "Rank N" names).
 
 usage: pfw_summary.py [--top N] TRACE...
   --top N   rows per table (default 10)
-Bytes are the `ret` of calls that have a `count` arg (bytes moved: read, write, pread...),
-time is the sum of `dur` (us). The function table counts every event; the file table only
+Bytes are the bytes moved: an MPI-IO call's `bytes` (from its MPI_Status), fread/fwrite's
+`ret` items x `size`, else the `ret` of calls that have a `count` arg when it is a byte
+count (0 < ret <= count: read, write, pread...; not fgets' pointer). Time is the sum of
+`dur` (us). The function table counts every event; the file and process tables only
 events not made by another event on a file, so a call and the calls it made (fstat ->
-fstatat, write -> sys_write, read -> page cache) are not counted twice. A gzip member cut
-by a kill is skipped, as check_pfw.py --partial does. Standard library only."""
+fstatat, write -> sys_write, MPI_File_write_at -> pwrite) are not counted twice. Counter
+events (profile mode) count as their `count` calls, `size_sum` bytes (asked) and `dur_sum`
+time, in every table. A gzip member cut by a kill is skipped, as check_pfw.py --partial
+does. Standard library only."""
 import collections
 import json
 import sys
@@ -44,10 +49,25 @@ def lines(path, state=None):
                 pass  # a line cut by a kill
 
 
+def moved_bytes(a):
+    """The bytes a complete event's call moved (see the module doc), 0 when unknown."""
+    ret = a.get("ret")
+    if isinstance(a.get("bytes"), int):
+        return max(a["bytes"], 0)
+    if not isinstance(ret, int) or ret <= 0:
+        return 0
+    if isinstance(a.get("nmemb"), int) and isinstance(a.get("size"), int):
+        return ret * a["size"]
+    count = a.get("count")
+    return ret if isinstance(count, int) and ret <= count else 0
+
+
 def summarize(path, top):
     files = {}
     by_func = collections.defaultdict(lambda: [0, 0, 0])
     by_file = collections.defaultdict(lambda: [0, 0, 0])
+    by_proc = collections.defaultdict(lambda: [0, 0, 0])
+    names = {}       # pid -> its last process_name
     pids, end = set(), None
     io_ids = set()   # (pid, tid, id) of events on a file (upstream repeats ids per thread)
     rows = []        # (pid, tid, p_idx, function key, file, bytes, dur)
@@ -57,6 +77,16 @@ def summarize(path, top):
         if e.get("ph") == "M" and e.get("name") == "FH":
             files[a.get("value")] = a.get("name")
             continue
+        if e.get("ph") == "M" and e.get("name") == "process_name":
+            names[e.get("pid")] = a.get("name")
+            continue
+        if e.get("ph") == "C" and e.get("cat") not in ("datacrumbs", "dftracer"):
+            n = a.get("count", 0)
+            if isinstance(n, int) and n > 0:  # a profile mode counter: n calls
+                pids.add(e.get("pid"))
+                rows.append((e.get("pid"), e.get("tid"), None, "%s %s" % (e.get("cat"), e.get("name")),
+                             files.get(a.get("fhash"), "-"), a.get("size_sum", 0), a.get("dur_sum", 0), n))
+            continue
         if e.get("ph") != "X":
             continue
         if e.get("cat") in ("datacrumbs", "dftracer"):
@@ -64,18 +94,18 @@ def summarize(path, top):
                 end = a
             continue
         pids.add(e.get("pid"))
-        moved = a.get("ret", 0) if "count" in a and isinstance(a.get("ret"), int) and a["ret"] > 0 else 0
         if a.get("fhash"):
             io_ids.add((e.get("pid"), e.get("tid"), e.get("id")))
         rows.append((e.get("pid"), e.get("tid"), a.get("p_idx"), "%s %s" % (e.get("cat"), e.get("name")),
-                     files.get(a.get("fhash"), "-"), moved, e.get("dur", 0)))
-    for pid, tid, parent, func, f, moved, dur in rows:
+                     files.get(a.get("fhash"), "-"), moved_bytes(a), e.get("dur", 0), 1))
+    for pid, tid, parent, func, f, moved, dur, n in rows:
         tables = [(func, by_func)]
         if (pid, tid, parent) not in io_ids:  # a call made by an I/O call counts once, in it
-            tables.append((f, by_file))
+            proc = "%s %s" % (pid, names.get(pid, ""))
+            tables += [(f, by_file), (proc.strip(), by_proc)]
         for key, table in tables:
             t = table[key]
-            t[0] += 1
+            t[0] += n
             t[1] += moved
             t[2] += dur
     print("%s: %d processes, %d calls%s%s" % (
@@ -84,7 +114,7 @@ def summarize(path, top):
         "" if state.get("closed") else ", INCOMPLETE (no closing ']': the run was cut)"))
     if not state.get("closed") and not rows:
         raise OSError(0, "not a trace, or nothing readable in it")
-    for title, table in (("function", by_func), ("file", by_file)):
+    for title, table in (("function", by_func), ("file", by_file), ("process", by_proc)):
         print("  %-40s %10s %14s %12s" % (title, "calls", "bytes", "time (us)"))
         rows = sorted(table.items(), key=lambda kv: (-kv[1][2], kv[0]))
         for k, (n, b, t) in rows[:top]:

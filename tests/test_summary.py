@@ -1,6 +1,7 @@
 """test_summary.py: scripts/pfw_summary.py reads the upstream DFTracer trace (and a cut
 one) and its figures equal the ones counted here independently from the events."""
 import gzip
+import hashlib
 import os
 import subprocess
 import sys
@@ -22,7 +23,7 @@ def summary(path, top=1000000):
     rows, table = {}, None
     for line in r.stdout.splitlines()[1:]:
         parts = line.split()
-        if parts[0] in ("function", "file"):
+        if parts[0] in ("function", "file", "process"):
             table = parts[0]
             continue
         rows[(table, " ".join(parts[:-3]))] = tuple(int(x) for x in parts[-3:])
@@ -34,15 +35,20 @@ calls = [e for e in events if e.get("ph") == "X" and e["cat"] not in ("dftracer"
 head, rows = summary(UP)
 equal(head.split(": ", 1)[1], "1 processes, %d calls, ? lost" % len(calls), "upstream: header")
 pread = [e for e in calls if e["cat"] == "POSIX" and e["name"] == "pread"]
+
+
+def moved(a):  # bytes moved by a call with a count: ret when 0 < ret <= count
+    return a["ret"] if "count" in a and isinstance(a.get("ret"), int) and 0 < a["ret"] <= a["count"] else 0
+
+
 equal(rows.get(("function", "POSIX pread")),
-      (len(pread), sum(e["args"]["ret"] for e in pread if e["args"]["ret"] > 0),
+      (len(pread), sum(moved(e["args"]) for e in pread),
        sum(e["dur"] for e in pread)), "upstream: POSIX pread row")
 f = "/p/lustre3/iopp/gitlab-runner-data/resnet50/data/train/img_0056_of_1024.tfrecord"
 io = {(e["pid"], e["tid"], e["id"]) for e in calls if e["args"].get("fhash")}
 mine = [e for e in calls if e["path"] == f and (e["pid"], e["tid"], e["args"].get("p_idx")) not in io]
 key = ("file", f if len(f) <= 40 else "..." + f[-37:])
-equal(rows.get(key), (len(mine), sum(e["args"].get("ret", 0) for e in mine
-                                      if "count" in e["args"] and e["args"].get("ret", 0) > 0),
+equal(rows.get(key), (len(mine), sum(moved(e["args"]) for e in mine),
                       sum(e["dur"] for e in mine)), "upstream: one file's row")
 check(len(mine) > 100, "upstream: the file has calls: %d" % len(mine))
 
@@ -71,4 +77,34 @@ head, rows = summary(cut_path)
 equal(head.split(": ", 1)[1], "1 processes, 100 calls, INCOMPLETE (no closing ']': the run was cut)",
       "cut trace: header")
 equal(rows.get(("function", "POSIX write")), (100, 1000, 300), "cut trace: the first member's writes")
+
+# bytes by layer: MPI-IO's `bytes` (ret is an error code), fread's items x size, no
+# pointer (fgets' ret); counter events of profile mode; processes named Rank N
+FH = "".join("%02x" % b for b in hashlib.md5(b"/d/f").digest()[::2])  # the contract's hash
+mixed = ["[", head_lines[0],
+         '{"name":"FH","cat":"dftracer","pid":7,"tid":7,"ph":"M","args":{"hhash":"%s","name":"/d/f",'
+         '"value":"%s"}}' % (HH, FH),
+         '{"name":"process_name","cat":"dftracer","pid":7,"tid":7,"ph":"M","args":{"hhash":"%s",'
+         '"name":"Rank 3","value":"process_name"}}' % HH]
+for i, (name, cat, args) in enumerate([
+        ("MPI_File_write_at", "MPIIO", '"offset":0,"elements":10,"count":80,"bytes":80,"ret":0'),
+        ("fread", "STDIO", '"size":100,"nmemb":50,"fd":3,"count":5000,"ret":50'),
+        ("fgets", "STDIO", '"count":64,"fd":3,"ret":140723380424512')], 1):
+    mixed.append('{"id":%d,"name":"%s","cat":"%s","pid":7,"tid":7,"ts":%d,"dur":2,"ph":"X","args":'
+                 '{"hhash":"%s","level":1,"p_idx":-1,"fhash":"%s",%s}}' % (i, name, cat, 1700000000000000 + i,
+                                                                          HH, FH, args))
+mixed.append('{"name":"pwrite","cat":"POSIX","ts":1700000000000000,"ph":"C","pid":7,"tid":7,"args":'
+             '{"hhash":"%s","fhash":"%s","count":4,"dur_sum":9,"dur_min":1,"dur_max":4,'
+             '"size_sum":400,"size_min":100,"size_max":100}}' % (HH, FH))
+mixed_path = os.path.join(dctest.workdir("summary-mixed"), "mixed.pfw")
+with open(mixed_path, "w") as out:
+    out.write("\n".join(mixed) + "\n]")
+dctest.check_pfw(mixed_path)
+head, rows = summary(mixed_path)
+equal(head.split(": ", 1)[1], "1 processes, 7 calls", "mixed: header (3 events, 4 counted calls)")
+equal([rows.get(("function", k)) for k in ("MPIIO MPI_File_write_at", "STDIO fread", "STDIO fgets",
+                                           "POSIX pwrite")],
+      [(1, 80, 2), (1, 5000, 2), (1, 0, 2), (4, 400, 9)], "mixed: calls, bytes, time per function")
+equal(rows.get(("file", "/d/f")), (7, 5480, 15), "mixed: the file's row")
+equal(rows.get(("process", "7 Rank 3")), (7, 5480, 15), "mixed: the rank's row")
 dctest.finish()
