@@ -175,6 +175,11 @@ static __always_inline __u32 read_aux(__u64 cookie, __u64 p, __u64 *out)
 	*out = 0;
 	if (!p)
 		return 0;
+	if (cookie & DC_COOKIE_FILE) {
+		int flags;
+		if (bpf_probe_read_user(&flags, 4, (const void *)p) || !(flags & DC_IO_IS_FILEBUF))
+			return 0;
+	}
 	p += DC_COOKIE_AUX_OFF(cookie);
 	if (DC_COOKIE_AUX_WIDE(cookie))
 		return bpf_probe_read_user(out, 8, (const void *)p) ? 0 : DC_F_AUX;

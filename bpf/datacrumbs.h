@@ -28,6 +28,9 @@ enum dc_kind {
  *                DC_AUX_RET: through the return value (a returned pointer); 0: none
  *   bit  36      the aux value is 8 bytes (else a 4-byte C int, sign-extended)
  *   bit  37      read the aux value when the call returns (an out-pointer argument)
+ *   bit  38      the pointer is a glibc FILE *: its fd is valid only when its _flags (the
+ *                first int) has _IO_IS_FILEBUF (0x2000, glibc libio/libio.h; a stream of
+ *                open_memstream or fopencookie has no fd of its own)
  *   bits 40..47  byte offset added to the pointer before reading the aux value
  *   bits 48..55  byte offset for the in-place read (bits 60..63)
  *   bits 56..59  1 + index of a short string argument: its first 7 bytes (and a NUL)
@@ -49,6 +52,8 @@ enum dc_kind {
 #define DC_COOKIE_AUX(src, wide, at_return, off) \
 	(((unsigned long long)(src) << 32) | ((unsigned long long)!!(wide) << 36) | \
 	 ((unsigned long long)!!(at_return) << 37) | ((unsigned long long)((off) & 0xff) << 40))
+#define DC_COOKIE_FILE     (1ULL << 38)
+#define DC_IO_IS_FILEBUF   0x2000
 #define DC_COOKIE_STR(idx1)         ((unsigned long long)(idx1) << 56)
 #define DC_COOKIE_DEREF(idx1, off)  (((unsigned long long)(idx1) << 60) | \
 				     ((unsigned long long)((off) & 0xff) << 48))

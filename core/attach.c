@@ -161,7 +161,7 @@ static uint64_t cookie_of(const struct dc_probe *p, unsigned idx)
 	for (int i = 0; i < p->func->nargs; i++) {
 		switch (p->func->args[i].kind) {
 		case DC_ARG_FILE:
-			more |= DC_COOKIE_AUX(i + 1, 0, 0, offsetof(FILE, _fileno));
+			more |= DC_COOKIE_AUX(i + 1, 0, 0, offsetof(FILE, _fileno)) | DC_COOKIE_FILE;
 			break;
 		case DC_ARG_HANDLE_IN:
 			more |= DC_COOKIE_AUX(i + 1, 1, 0, 0);
@@ -197,7 +197,7 @@ static uint64_t cookie_of(const struct dc_probe *p, unsigned idx)
 	}
 	if (p->func->effect == DC_FX_FOPEN) /* the fd inside the FILE * it returns */
 		more = (more & ~DC_COOKIE_AUX(0xf, 1, 1, 0xff)) |
-		       DC_COOKIE_AUX(DC_AUX_RET, 0, 0, offsetof(FILE, _fileno));
+		       DC_COOKIE_AUX(DC_AUX_RET, 0, 0, offsetof(FILE, _fileno)) | DC_COOKIE_FILE;
 	return DC_COOKIE(idx, path, iov, iovcnt) | more |
 	       (p->func->effect == DC_FX_OPEN || p->func->effect == DC_FX_FOPEN ?
 		DC_COOKIE_OPENS : 0);

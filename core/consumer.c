@@ -446,9 +446,11 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		apply_effect(c, pf, f, e, ret, r->path, &d);
 	if (pr->hidden)
 		return;
-	if (c->profiling) { /* a call BPF could not aggregate (it names a path) */
-		dc_profile_add(c->prof, r->pid, e->probe, e->ts + e->dur, e->dur,
-			       record_bytes(r, pr), r->path);
+	if (c->profiling) { /* a call BPF could not aggregate (it names a path); one that
+			       never returned is not a call to count */
+		if (finished)
+			dc_profile_add(c->prof, r->pid, e->probe, e->ts + e->dur, e->dur,
+				       record_bytes(r, pr), r->path);
 		return;
 	}
 

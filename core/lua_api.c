@@ -783,6 +783,30 @@ static int open_module(lua_State *L)
 	return 1;
 }
 
+/* luv's callback runner (luv.h luv_CFpcall), in place of its default, which prints the
+ * error and exits the process: a Lua error in a timer or other luv callback is reported
+ * once on stderr with file:line, counted in script_errors, and the run goes on. Leaves the
+ * function's results on the stack and returns their number, or -(lua_pcall's code). */
+static int luv_callback(lua_State *L, int nargs, int nresults, int flags)
+{
+	(void)flags;
+	int base = lua_gettop(L) - nargs; /* the function's slot */
+	lua_pushcfunction(L, on_error);
+	lua_insert(L, base);
+	int r = lua_pcall(L, nargs, nresults, base);
+	lua_remove(L, base);
+	if (r == LUA_OK)
+		return lua_gettop(L) - base + 1;
+	lua_getfield(L, LUA_REGISTRYINDEX, "datacrumbs.script");
+	struct dc_script *s = lua_touserdata(L, -1);
+	lua_pop(L, 1);
+	if (s && s->errors++ == 0)
+		fprintf(stderr, "datacrumbs: error in a luv callback (the run goes on; later "
+			"errors are only counted): %s\n", lua_tostring(L, -1));
+	lua_pop(L, 1);
+	return -r;
+}
+
 /* Count hook: every million VM instructions, a pending SIGINT/SIGTERM/SIGHUP/SIGQUIT
  * (blocked, read by the event loop) interrupts the script, so an endless loop in a
  * callback cannot keep Ctrl-C from ending the run. */
@@ -822,6 +846,9 @@ struct dc_script *dc_script_new(uv_loop_t *loop, const struct dc_run_info *info)
 	lua_pushcclosure(L, open_module, 1);
 	lua_setfield(L, -2, "datacrumbs");
 	luv_set_loop(L, loop); /* luv must run on the tracer's own loop */
+	lua_pushlightuserdata(L, s);
+	lua_setfield(L, LUA_REGISTRYINDEX, "datacrumbs.script");
+	luv_set_callback(L, luv_callback); /* an error in a timer must not end the run */
 	lua_pushcfunction(L, luaopen_luv);
 	lua_setfield(L, -2, "luv");
 	lua_pop(L, 1);

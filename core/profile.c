@@ -49,6 +49,7 @@ struct dc_profile {
 	size_t nopens, capopens;
 	int *exited;
 	size_t nexited, capexited;
+	uint64_t dropped;    /* counter events the script's callbacks dropped */
 	struct dc_record rec;
 };
 
@@ -302,8 +303,10 @@ static int write_counter(struct dc_profile *p, const struct entry *e)
 		dc_rec_int(r, "size_min", e->a.bytes_min);
 		dc_rec_int(r, "size_max", e->a.bytes_max);
 	}
-	if (p->script && dc_script_wants_events(p->script) && !dc_script_event(p->script, r))
+	if (p->script && dc_script_wants_events(p->script) && !dc_script_event(p->script, r)) {
+		p->dropped++;
 		return 0;
+	}
 	const char *fh = r->path ? dc_writer_file(p->w, r->pid, r->tid, r->path) : NULL;
 	dc_writer_begin_counter(p->w, r->name, r->cat, r->pid, r->tid, r->ts_us);
 	if (fh)
@@ -356,6 +359,11 @@ uint64_t dc_profile_flush(struct dc_profile *p, uint64_t now_ns, int final)
 		dc_files_exit(p->exited[i]);
 	p->nexited = 0;
 	return written;
+}
+
+uint64_t dc_profile_dropped(const struct dc_profile *p)
+{
+	return p ? p->dropped : 0;
 }
 
 void dc_profile_exit(struct dc_profile *p, int pid)

@@ -54,6 +54,9 @@ uint64_t dc_profile_flush(struct dc_profile *p, uint64_t now_ns, int final);
 void dc_profile_read(struct dc_profile *p, int totals,
 		     void (*fn)(const struct dc_prow *row, void *arg), void *arg);
 
+/* Counter events the script's callbacks dropped so far (0 for NULL). */
+uint64_t dc_profile_dropped(const struct dc_profile *p);
+
 /* A traced process exited: its handles (MPI_File) are forgotten after the next flush,
  * which may still need them. */
 void dc_profile_exit(struct dc_profile *p, int pid);

@@ -245,7 +245,7 @@ static void stats_cb(void *ctx, uint64_t out[DC_SS_NR])
 	uint64_t st[DC_STAT_NR];
 	dc_bpf_stats(s->bpf, st);
 	out[DC_SS_EVENTS] = dc_consumer_written(s->cons);
-	out[DC_SS_DROPPED] = dc_consumer_dropped(s->cons);
+	out[DC_SS_DROPPED] = dc_consumer_dropped(s->cons) + dc_profile_dropped(s->prof);
 	out[DC_SS_LOST] = st[DC_STAT_LOST];
 	out[DC_SS_TOO_DEEP] = st[DC_STAT_DEEP];
 	out[DC_SS_UNPAIRED] = st[DC_STAT_UNPAIRED];
@@ -798,9 +798,9 @@ int dc_session_run(const struct dc_opts *o)
 	}
 	uv_run(&s->loop, UV_RUN_DEFAULT);
 	drain(s);
-	dc_script_end(s->script); /* the script's summary, before the end record */
-	/* the last, partial interval (after on_end, which may still read it as aggregates) */
+	/* the last, partial interval, through the callbacks, before on_end */
 	dc_consumer_count(s->cons, dc_profile_flush(s->prof, 0, 1));
+	dc_script_end(s->script); /* the script's summary, before the end record */
 	if (s->started) {
 		rc = WIFEXITED(s->status) ? WEXITSTATUS(s->status)
 		   : WIFSIGNALED(s->status) ? 128 + WTERMSIG(s->status) : DC_EXIT_FAIL;
@@ -814,7 +814,8 @@ end:
 			s->child, now_us(), 0);
 	dc_writer_arg_uint(s->w, "num_events", dc_consumer_written(s->cons));
 	dc_writer_arg_uint(s->w, "lost", stats[DC_STAT_LOST]);
-	dc_writer_arg_uint(s->w, "dropped", dc_consumer_dropped(s->cons));
+	dc_writer_arg_uint(s->w, "dropped", dc_consumer_dropped(s->cons) +
+			   dc_profile_dropped(s->prof));
 	dc_writer_arg_uint(s->w, "script_errors", dc_script_errors(s->script));
 	dc_writer_arg_uint(s->w, "too_deep", stats[DC_STAT_DEEP]);
 	dc_writer_arg_uint(s->w, "unpaired", stats[DC_STAT_UNPAIRED]);
@@ -841,7 +842,8 @@ out:
 			fprintf(stderr, "datacrumbs: cannot write %s: %s\n", s->trace_path,
 				strerror(errno));
 		}
-		uint64_t dropped = s->cons ? dc_consumer_dropped(s->cons) : 0;
+		uint64_t dropped = (s->cons ? dc_consumer_dropped(s->cons) : 0) +
+				   dc_profile_dropped(s->prof);
 		unsigned long errs = dc_script_errors(s->script);
 		char extra[256] = "";
 		if (dropped || errs)

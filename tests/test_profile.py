@@ -3,6 +3,7 @@ function and file whose totals equal trace mode's for the same deterministic com
 (count and bytes per function and file), each call in exactly one interval, interval
 starts on the interval grid; and the Lua map-read API (dc.aggregates, dc.totals)."""
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -109,18 +110,27 @@ local function writes(rows)
   end
   return n, bytes
 end
+local uv = require "luv"
+local seen = 0                            -- aggregates read from the BPF map mid-run
+local t = uv.new_timer()
+t:start(50, 50, function() seen = seen + writes(dc.aggregates()) end)
 dc.on_end(function()
-  local an, ab = writes(dc.aggregates())  -- not yet written: the last interval
-  local tn, tb = writes(dc.totals())      -- written so far
-  print(string.format("writes %d bytes %d", an + tn, ab + tb))
+  t:close()
+  io.stderr:write("mid-run aggregates read: ", seen, "\\n")
+  local an = writes(dc.aggregates())      -- nothing left: the last interval is written
+  local tn, tb = writes(dc.totals())      -- every interval
+  print(string.format("pending %d writes %d bytes %d", an, tn, tb))
 end)
 ''')
 data = os.path.join(d, "data")
 os.makedirs(data)
 r = dctest.run_dc(["run", "-o", d, script, "--"] + command(data))
 equal(r.returncode, 0, "dc.mode script: exit status (stderr: %s)" % r.stderr.strip())
-check("writes %d bytes %d" % (100 * ROUNDS, 100 * ROUNDS * 65536) in r.stdout,
-      "dc.aggregates + dc.totals at the end cover every write: %r" % r.stdout)
+check("pending 0 writes %d bytes %d" % (100 * ROUNDS, 100 * ROUNDS * 65536) in r.stdout,
+      "in on_end, dc.totals holds every write and dc.aggregates nothing: %r" % r.stdout)
+m = re.search(r"mid-run aggregates read: (\d+)", r.stderr)
+check(m and int(m.group(1)) > 0, "a luv timer read writes from dc.aggregates() while they were "
+      "still in the BPF map: %r" % r.stderr)
 trace = dctest.find_trace(d)
 dctest.check_pfw(trace)
 ev, _, _ = dctest.read_trace(trace)

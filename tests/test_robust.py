@@ -155,4 +155,21 @@ equal([(e["args"].get("unfinished"), "ret" in e["args"], "errno" in e["args"]) f
       [(1, False, False)], "restart: the read(0) the signal ended is unfinished")
 
 equal(dctest.orphan_links(), [], "nothing left attached")
+# an error in a luv timer is reported once with file:line and counted; the run goes on
+d = dctest.workdir("robust-timer")
+script = os.path.join(d, "timer.lua")
+with open(script, "w") as f:
+    f.write('local dc = require "datacrumbs"\nlocal uv = require "luv"\ndc.probe "posix"\n'
+            'local t = uv.new_timer()\nt:start(10, 0, function() error("boom") end)\n'
+            'dc.on_end(function() t:close() end)\n')
+r = dctest.run_dc(["run", "-o", d, script, "--", "/bin/sh", "-c", "sleep 0.3; exit 3"])
+equal(r.returncode, 3, "timer error: the command's exit status")
+equal([l for l in r.stderr.splitlines() if "boom" in l],
+      ["datacrumbs: error in a luv callback (the run goes on; later errors are only counted): "
+       "%s:5: boom" % script], "timer error: one line with file:line")
+trace = dctest.find_trace(d)
+dctest.check_pfw(trace)
+ev, _, _ = dctest.read_trace(trace)
+equal([e["args"]["script_errors"] for e in ev if e.get("name") == "end"], [1],
+      "timer error: counted in the end record")
 dctest.finish()

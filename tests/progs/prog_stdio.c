@@ -7,6 +7,7 @@
  *   s2.txt: fdopen(open(O_WRONLY|O_CREAT)) "w"; fwrite 1 x 4096; fclose.
  *   s3.txt: written by hand (3 lines), then getline 3 times and once more at EOF.
  *   freopen of s1.txt's stream onto s4.txt "a": fputs "tail\n", fclose.
+ *   an open_memstream stream (no fd of its own): fprintf "m=%d\n" 7, fclose.
  * Prints nothing on success. */
 #include <fcntl.h>
 #include <stdio.h>
@@ -74,5 +75,12 @@ int main(int argc, char **argv)
 		getline(&lp, &cap, t);
 	free(lp);
 	fclose(t);
+
+	char *mem;
+	size_t memlen;
+	FILE *m = open_memstream(&mem, &memlen);
+	fprintf(m, "m=%d\n", 7);
+	fclose(m);
+	free(mem);
 	return 0;
 }
