@@ -61,8 +61,9 @@ static const char run_help[] =
 "                           calls aggregated in the kernel per interval, process,\n"
 "                           function and file, written as counter events (count,\n"
 "                           dur_sum/min/max, size_sum/min/max); a script may set it\n"
-"      --interval TIME      profile mode's interval, e.g. 1s, 250ms (default 1s,\n"
-"                           at least 10ms); a call counts in the interval it ends in\n"
+"      --interval TIME      profile mode's interval, e.g. 1s, 250ms (a number alone is\n"
+"                           seconds; default 1s, from 10ms to 1 day); a call counts\n"
+"                           in the interval it ends in\n"
 "  -q, --quiet              no summary line at the end\n"
 "  -h, --help               this text\n"
 "\n"
@@ -203,8 +204,8 @@ int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
 		} else if (IS("--interval")) {
 			const char *v = opt_value(argc, argv, &i, eq);
 			o->interval_ns = v ? dc_parse_duration(v) : 0;
-			if (o->interval_ns < 10000000ULL)
-				return usage_error("--interval needs a duration of at least 10ms "
+			if (o->interval_ns < DC_INTERVAL_MIN_NS || o->interval_ns > DC_INTERVAL_MAX_NS)
+				return usage_error("--interval needs a duration from 10ms to 1 day "
 						   "(e.g. 1s, 250ms), got '%s'", v ? v : "");
 		} else if ((IS("-q") || IS("--quiet")) && !eq) {
 			o->quiet = 1;

@@ -21,6 +21,8 @@ struct dc_opts {
 };
 
 enum { DC_MODE_TRACE = 1, DC_MODE_PROFILE = 2 };
+#define DC_INTERVAL_MIN_NS 10000000ULL        /* profile intervals: 10 ms ... */
+#define DC_INTERVAL_MAX_NS 86400000000000ULL  /* ... to a day */
 
 /* Parses a duration: a number with a unit, ns, us, ms, s, m or h ("500ms", "1s", "1.5s");
  * a bare number is seconds. Returns the nanoseconds, or 0 when s is not a duration. */

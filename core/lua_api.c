@@ -190,6 +190,32 @@ static struct dc_script *self(lua_State *L)
 	return lua_touserdata(L, lua_upvalueindex(1));
 }
 
+/* Raises "FN: unknown field 'K' in spec (fields: ...)" for a key of the spec table at idx
+ * that is not in `known` (NULL-terminated): a typo (function= for functions=) must not
+ * quietly trace something else. */
+static void check_fields(lua_State *L, int idx, const char *fn, const char *const *known)
+{
+	lua_pushnil(L);
+	while (lua_next(L, idx)) {
+		lua_pop(L, 1);
+		const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+		int ok = 0;
+		for (int i = 0; k && known[i]; i++)
+			ok |= !strcmp(k, known[i]);
+		if (!ok) {
+			luaL_Buffer b;
+			luaL_buffinit(L, &b);
+			for (int i = 0; known[i]; i++) {
+				luaL_addstring(&b, i ? ", " : "");
+				luaL_addstring(&b, known[i]);
+			}
+			luaL_pushresult(&b);
+			luaL_error(L, "%s: unknown field '%s' in its spec (fields: %s)", fn,
+				   k ? k : luaL_typename(L, -2), lua_tostring(L, -1));
+		}
+	}
+}
+
 /* dc.probe(spec): asks for uprobes on functions of a layer's probe description.
  *   spec: a layer name ("posix"), or a table
  *     { layer = "posix", functions = { "open", "read" } (optional: all when absent),
@@ -208,7 +234,9 @@ static int l_probe(lua_State *L)
 	if (lua_type(L, 1) == LUA_TSTRING) {
 		layer = lua_tostring(L, 1);
 	} else {
+		static const char *const known[] = { "layer", "functions", "fds_only", NULL };
 		luaL_checktype(L, 1, LUA_TTABLE);
+		check_fields(L, 1, "probe", known);
 		lua_getfield(L, 1, "layer");
 		layer = lua_tostring(L, -1);
 		if (!layer)
@@ -285,6 +313,14 @@ static int l_uprobe(lua_State *L)
 	if (s->started)
 		return luaL_error(L, "uprobe: call it at the script's top level");
 	luaL_checktype(L, 1, LUA_TTABLE);
+	static const char *const known[] = { "functions", "file", "args", "ret", "layer", NULL };
+	check_fields(L, 1, "uprobe", known);
+	lua_getfield(L, 1, "layer");
+	const char *lname = luaL_optstring(L, -1, "APP");
+	if (!*lname || strlen(lname) >= sizeof(((struct dc_layer *)0)->name))
+		return luaL_error(L, "uprobe: spec.layer '%s' must be 1 to %d characters (it is the "
+				  "events' cat)", lname, (int)sizeof(((struct dc_layer *)0)->name) - 1);
+	lua_pop(L, 1);
 	struct dc_layer *l = calloc(1, sizeof(*l));
 	if (!l)
 		return luaL_error(L, "uprobe: out of memory");
@@ -599,12 +635,17 @@ static int l_mode(lua_State *L)
 		s->mode = DC_MODE_PROFILE;
 	else
 		return luaL_error(L, "mode: '%s' is not a mode (trace or profile)", m);
+	if (lua_gettop(L) > 2)
+		return luaL_error(L, "mode: takes a mode and an interval, got %d arguments",
+				  lua_gettop(L));
 	if (!lua_isnoneornil(L, 2)) {
 		const char *iv = luaL_checkstring(L, 2);
 		uint64_t ns = dc_parse_duration(iv);
-		if (ns < 10000000ULL)
-			return luaL_error(L, "mode: interval '%s' is not a duration of at least "
-					  "10ms (e.g. \"1s\", \"250ms\")", iv);
+		if (s->mode != DC_MODE_PROFILE)
+			return luaL_error(L, "mode: an interval is for \"profile\" mode only");
+		if (ns < DC_INTERVAL_MIN_NS || ns > DC_INTERVAL_MAX_NS)
+			return luaL_error(L, "mode: interval '%s' is not a duration from 10ms to 1 "
+					  "day (e.g. \"1s\", \"250ms\")", iv);
 		s->interval_ns = ns;
 	}
 	const char *eff = s->info->mode ? s->info->mode

@@ -410,6 +410,13 @@ static int parse_func(struct ctx *c, const yaml_node_t *n, struct dc_func *f)
 				    effect_needs[i].n > 1 ? "two arguments" : "an argument",
 				    arg_kinds[effect_needs[i].kind].name);
 	}
+	/* effects that take the new fd or stream from the return value need it to be one */
+	if ((f->effect == DC_FX_OPEN || f->effect == DC_FX_DUP || f->effect == DC_FX_FCNTL ||
+	     f->effect == DC_FX_OPENDIR || f->effect == DC_FX_FDOPENDIR) &&
+	    (f->ret_kind == DC_RET_ERRCODE || f->ret_kind == DC_RET_VOID))
+		return fail(c, node_line(fp.effect), "effect '%s' of '%s' takes the return value, "
+			    "which 'ret: %s' says is not an fd or pointer", scalar(fp.effect), f->name,
+			    f->ret_kind == DC_RET_VOID ? "void" : "errcode");
 	if (f->effect == DC_FX_FOPEN && f->ret_kind != DC_RET_POINTER)
 		return fail(c, node_line(fp.effect), "effect 'fopen' of '%s' needs 'ret: pointer' "
 			    "(the FILE * it returns)", f->name);
@@ -431,8 +438,14 @@ static int top_field(struct ctx *c, const char *key, const yaml_node_t *k,
 	(void)k;
 	if (strcmp(key, "layer") == 0)
 		return get_string(c, "layer", v, l->name, sizeof l->name);
-	if (strcmp(key, "library") == 0)
-		return get_string(c, "library", v, l->library, sizeof l->library);
+	if (strcmp(key, "library") == 0) {
+		if (get_string(c, "library", v, l->library, sizeof l->library) != 0)
+			return -1;
+		const char *a = l->library; /* "a|b": no empty alternative */
+		if (*a && (a[0] == '|' || a[strlen(a) - 1] == '|' || strstr(a, "||")))
+			return fail(c, node_line(v), "empty alternative in 'library' ('%s')", a);
+		return 0;
+	}
 	if (strcmp(key, "hint") == 0)
 		return get_string(c, "hint", v, l->hint, sizeof l->hint);
 	if (strcmp(key, "mechanism") == 0) {

@@ -660,6 +660,9 @@ int dc_session_run(const struct dc_opts *o)
 	if (mode == DC_MODE_PROFILE)
 		s->interval_ns = o->interval_ns ? o->interval_ns
 			       : script_iv ? script_iv : 1000000000ULL;
+	else if (o->interval_ns)
+		fprintf(stderr, "datacrumbs: warning: --interval is for profile mode (--mode "
+			"profile): ignored in trace mode\n");
 	uint64_t t0 = mono_ns();
 	s->bpf = dc_bpf_open(o->ringbuf_bytes, s->interval_ns, t0, err, sizeof(err));
 	if (!s->bpf) {

@@ -1,4 +1,4 @@
--- filetop.lua: bytes and calls per file, printed every interval, like filetop.
+-- filetop.lua: bytes and calls per file, printed every --every (1s), like filetop.
 -- A live view on stderr of the files the command reads and writes the most (POSIX layer),
 -- and a last table when it ends. The events themselves are not kept unless --keep.
 local dc = require "datacrumbs"
@@ -9,12 +9,12 @@ local opt = options.parse {
   name = "filetop.lua",
   about = "Prints the files read and written the most, every interval and at the end.",
   options = {
-    { "interval", "1s", "time between two tables" },
+    { "every", "1s", "time between two tables" },
     { "top", "10", "files per table" },
   },
   flags = { { "keep", "also write every event to the trace" } },
 }
-local interval_ms = math.max(1, math.floor(options.duration_us(opt.interval) / 1000))
+local interval_ms = math.max(1, math.floor(options.duration_us(opt.every) / 1000))
 local top = tonumber(opt.top) or error("filetop.lua: --top needs a number", 0)
 
 local reads = { read = true, pread = true, readv = true, preadv = true, fread = true,

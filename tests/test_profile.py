@@ -136,8 +136,19 @@ dctest.check_pfw(trace)
 ev, _, _ = dctest.read_trace(trace)
 check(any(e.get("ph") == "C" for e in ev) and not any(e.get("ph") == "X" and e["cat"] == "POSIX" for e in ev),
       "dc.mode(\"profile\") made a profile")
-r = dctest.run_dc(["run", "--interval", "5ms", "io_posix.lua", "--", "true"])
-equal((r.returncode, r.stderr.strip()), (2, "datacrumbs: --interval needs a duration of at least 10ms "
-                                            "(e.g. 1s, 250ms), got '5ms' (see 'datacrumbs run --help')"),
-      "a too short interval is a usage error")
+for bad in ("5ms", "2d", "fast"):
+    r = dctest.run_dc(["run", "--interval", bad, "io_posix.lua", "--", "true"])
+    equal((r.returncode, r.stderr.strip()), (2, "datacrumbs: --interval needs a duration from 10ms to 1 "
+                                                "day (e.g. 1s, 250ms), got '%s' (see 'datacrumbs run "
+                                                "--help')" % bad),
+          "--interval %s is a usage error" % bad)
+bad_lua = os.path.join(d, "bad.lua")
+for call, msg in (('dc.mode("profile", "5ms")', 'mode: interval \'5ms\' is not a duration from 10ms to 1 day (e.g. "1s", "250ms")'),
+                  ('dc.mode("trace", "1s")', 'mode: an interval is for "profile" mode only'),
+                  ('dc.mode("fast")', "mode: 'fast' is not a mode (trace or profile)")):
+    with open(bad_lua, "w") as f:
+        f.write('local dc = require "datacrumbs"\ndc.probe "posix"\n%s\n' % call)
+    r = dctest.run_dc(["run", bad_lua, "--", "true"])
+    equal((r.returncode, r.stderr.strip()), (125, "datacrumbs: %s:3: %s" % (bad_lua, msg)),
+          "%s: one line with file:line" % call)
 dctest.finish()

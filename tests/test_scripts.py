@@ -57,7 +57,7 @@ check(all(e["dur"] >= 20 for e in kept), "slow 20us: every kept call took >= 20 
 equal(len(kept), end.get("num_events"), "slow 20us: num_events counts the kept calls")
 
 # filetop.lua: the end table has exactly dd's traffic; events are dropped unless --keep
-d, data, r, events, end = run("top", ["filetop.lua", "--interval", "10s"], DD)
+d, data, r, events, end = run("top", ["filetop.lua", "--every", "10s"], DD)
 equal(r.returncode, 0, "filetop: exit status")
 rows = {}
 for line in r.stderr.splitlines():
