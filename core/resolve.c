@@ -176,8 +176,12 @@ static int resolve_custom(const struct dc_probe_req *r, const char *binary,
 		}
 	}
 	struct dc_elf_syms *syms = dc_elf_syms_open(file, err, errlen);
-	if (!syms)
+	if (!syms) { /* name the script's line that asked for it: "x.lua:3: dc.uprobe: ..." */
+		char why[512];
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, errlen, "%s: %s", l->path, why);
 		return -1;
+	}
 	if (!l->funcs) {
 		struct matches m = { l, 1 };
 		for (int g = 0; g < l->nglobs && m.ok; g++) {
