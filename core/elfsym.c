@@ -639,7 +639,9 @@ static int resolve_script(const char *path, char *out, size_t outlen, char *err,
 		fclose(fp);
 		buf[n] = '\0';
 		if (n < 2 || buf[0] != '#' || buf[1] != '!') {
-			if (copy_str(out, outlen, cur) == 0)
+			/* neither ELF nor #!: execvp(3) and shells run it with /bin/sh (ENOEXEC) */
+			const char *runs = n >= 4 && !memcmp(buf, "\177ELF", 4) ? cur : "/bin/sh";
+			if (copy_str(out, outlen, runs) == 0)
 				return 0;
 			set_err(err, errlen, "%s: path too long", cur);
 			return -1;

@@ -482,6 +482,20 @@ static int spawn_held(char *const argv[], const char *path, const sigset_t *mask
 		sigprocmask(SIG_SETMASK, mask, NULL); /* the command gets the mask we had */
 		execv(path, argv);
 		int e = errno;
+		if (e == ENOEXEC) { /* a script without #!: /bin/sh runs it, as execvp(3) does */
+			int n = 0;
+			while (argv[n])
+				n++;
+			char **sh = calloc(n + 2, sizeof(char *));
+			if (sh) {
+				sh[0] = "/bin/sh";
+				sh[1] = (char *)path;
+				for (int i = 1; i < n; i++)
+					sh[i + 1] = argv[i];
+				execv("/bin/sh", sh);
+				e = errno;
+			}
+		}
 		if (write(stp[1], &e, sizeof(e)) < 0)
 			_exit(127);
 		_exit(127);

@@ -209,6 +209,23 @@ for what, cmd, pat in (
     check(not os.path.exists(os.path.join(d, "marker")), "CMD %s: did not run" % what)
     nothing_left("CMD " + what)
 
+# a script without #! runs under /bin/sh, as a shell and execvp(3) run it; its calls traced
+plain = os.path.join(d, "plain.sh")
+with open(plain, "w") as f:
+    f.write("printf 12345 > %s/plain.out\nexit 4\n" % d)
+os.chmod(plain, 0o755)
+r = run(["run", "-o", out, LIBC_ONLY, "--", plain], d)
+equal(r.returncode, 4, "a script without #!: its exit status (stderr %r)" % r.stderr)
+equal(open(os.path.join(d, "plain.out")).read(), "12345", "a script without #!: it ran")
+tr = [os.path.join(out, f) for f in os.listdir(out)]
+equal(len(tr), 1, "a script without #!: one trace")
+if tr:
+    dctest.check_pfw(tr[0])
+    ev, _, _ = dctest.read_trace(tr[0])
+    equal([(e["args"]["count"], e["args"]["ret"]) for e in ev if e.get("ph") == "X" and e["name"] == "write"
+           and e["path"] == os.path.join(d, "plain.out")], [(5, 5)],
+          "a script without #!: /bin/sh's write of 5 bytes to its output")
+
 
 # --- 2. SIGTERM and SIGINT reach CMD; the trace is complete --------------------------------
 for sig in (signal.SIGTERM, signal.SIGINT):
