@@ -11,6 +11,8 @@
  *   MPI_File_read_at_all (off N*4096 + r*8192, 2048 x MPI_INT)    =  8192 bytes
  *   MPI_File_seek        (off r*4096, MPI_SEEK_SET)
  *   MPI_File_write       (at r*4096, 100 x MPI_CHAR)              =   100 bytes
+ *   MPI_File_iwrite_at   (off r*4096,          1024 x MPI_INT)    =  4096 bytes, MPI_Wait
+ *   MPI_File_iread_at    (off r*4096,          4096 x MPI_BYTE)   =  4096 bytes, MPI_Wait
  *   MPI_File_get_size    -> N*4096 + N*8192 = N*12288
  *   MPI_File_close
  *
@@ -89,6 +91,15 @@ int main(int argc, char **argv)
 	check(MPI_File_seek(fh, off1, MPI_SEEK_SET), "MPI_File_seek");
 	check(MPI_File_write(fh, buf, 100, MPI_CHAR, &st), "MPI_File_write");
 	check_count(&st, MPI_CHAR, 100, "MPI_File_write");
+
+	/* Nonblocking: rewrite and read back r*4096.., each waited for. */
+	MPI_Request req;
+	check(MPI_File_iwrite_at(fh, off1, buf, 1024, MPI_INT, &req), "MPI_File_iwrite_at");
+	check(MPI_Wait(&req, &st), "MPI_Wait");
+	check_count(&st, MPI_INT, 1024, "MPI_File_iwrite_at");
+	check(MPI_File_iread_at(fh, off1, buf, 4096, MPI_BYTE, &req), "MPI_File_iread_at");
+	check(MPI_Wait(&req, &st), "MPI_Wait");
+	check_count(&st, MPI_BYTE, 4096, "MPI_File_iread_at");
 
 	check(MPI_File_get_size(fh, &sz), "MPI_File_get_size");
 	check(MPI_File_close(&fh), "MPI_File_close");
