@@ -6,7 +6,7 @@ process (MPI ranks by their "Rank N" names).
 usage: pfw_summary.py [--top N] TRACE...
   --top N   rows per table (default 10)
 Bytes are the bytes moved: an MPI-IO call's `bytes` (from its MPI_Status), fread/fwrite's
-`ret` items x `size`, else the `ret` of calls that have a `count` arg when it is a byte
+`ret` items x `size`, fprintf's and getline's `ret`, else the `ret` of calls that have a `count` arg when it is a byte
 count (0 < ret <= count: read, write, pread...; not fgets' pointer). Time is the sum of
 `dur` (us). The function table counts every event; the file and process tables only
 events not made by another event on a file, so a call and the calls it made (fstat ->
@@ -49,7 +49,11 @@ def lines(path, state=None):
                 pass  # a line cut by a kill
 
 
-def moved_bytes(a):
+# calls without a count whose ret is the bytes they moved (printf(3), getline(3))
+RET_IS_BYTES = {"fprintf", "vfprintf", "getline", "getdelim"}
+
+
+def moved_bytes(a, name=None):
     """The bytes a complete event's call moved (see the module doc), 0 when unknown."""
     ret = a.get("ret")
     if isinstance(a.get("bytes"), int):
@@ -58,6 +62,8 @@ def moved_bytes(a):
         return 0
     if isinstance(a.get("nmemb"), int) and isinstance(a.get("size"), int):
         return ret * a["size"]
+    if name in RET_IS_BYTES:
+        return ret
     count = a.get("count")
     return ret if isinstance(count, int) and ret <= count else 0
 
@@ -97,7 +103,7 @@ def summarize(path, top):
         if a.get("fhash"):
             io_ids.add((e.get("pid"), e.get("tid"), e.get("id")))
         rows.append((e.get("pid"), e.get("tid"), a.get("p_idx"), "%s %s" % (e.get("cat"), e.get("name")),
-                     files.get(a.get("fhash"), "-"), moved_bytes(a), e.get("dur", 0), 1))
+                     files.get(a.get("fhash"), "-"), moved_bytes(a, e.get("name")), e.get("dur", 0), 1))
     for pid, tid, parent, func, f, moved, dur, n in rows:
         tables = [(func, by_func)]
         if (pid, tid, parent) not in io_ids:  # a call made by an I/O call counts once, in it
