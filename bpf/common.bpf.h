@@ -362,15 +362,12 @@ static __always_inline void agg_key_bytes(const struct dc_pinfo *pi, const __u64
 	}
 }
 
-/* Profile mode: aggregates a finished call of probe `probe` instead of recording it.
- * Returns 1 when it did, 0 when the call must be sent as a record. */
-static __always_inline int profile_call(__u32 probe, __u32 tgid, __u64 ts, __u64 now,
-					const __u64 args[DC_MAX_ARGS], __u64 aux, __u32 aux_ok,
-					__u64 iov_bytes)
+/* Profile mode: aggregates a finished call of probe `probe`, described by pi, instead of
+ * recording it. Returns 1 when it did, 0 when the call must be sent as a record. */
+static __always_inline int profile_call(const struct dc_pinfo *pi, __u32 probe, __u32 tgid,
+					__u64 ts, __u64 now, const __u64 args[DC_MAX_ARGS],
+					__u64 aux, __u32 aux_ok, __u64 iov_bytes)
 {
-	if (!profile_ns)
-		return 0;
-	struct dc_pinfo *pi = bpf_map_lookup_elem(&pinfo, &probe);
 	if (!pi || pi->record)
 		return 0;
 	struct dc_agg_key k = { .pid = tgid, .probe = probe,
@@ -382,12 +379,11 @@ static __always_inline int profile_call(__u32 probe, __u32 tgid, __u64 ts, __u64
 	return 1;
 }
 
-/* Profile mode: a call that opens a handle (pinfo.hopen) returned: remember its id as
- * the handle's opener. */
-static __always_inline void note_handle(__u32 probe, __u32 tgid, const struct dc_frame *f,
-					long ret)
+/* Profile mode: a call that opens a handle (pi->hopen) returned: remember its id as the
+ * handle's opener. */
+static __always_inline void note_handle(const struct dc_pinfo *pi, __u32 tgid,
+					const struct dc_frame *f, long ret)
 {
-	struct dc_pinfo *pi = bpf_map_lookup_elem(&pinfo, &probe);
 	if (!pi || !pi->hopen)
 		return;
 	struct dc_handle_key hk = { .tgid = tgid };
@@ -541,14 +537,17 @@ static __always_inline void call_return(__u64 cookie, long ret)
 	__u32 path = DC_COOKIE_PATH(cookie) - 1;
 	if (cookie >> 32)
 		return_reads(cookie, f, ret);
-	if (profile_ns)
-		note_handle(DC_COOKIE_PROBE(cookie), tgid, f, ret);
-	if (profile_ns && profile_call(DC_COOKIE_PROBE(cookie), tgid, f->ts, now, f->args, f->aux,
-				       f->aux_ok, f->iov_bytes)) {
-		st->depth = d;
-		if (d == 0)
-			bpf_map_delete_elem(&stacks, &tid);
-		return;
+	if (profile_ns) { /* one lookup of the probe's profile description per call */
+		__u32 probe = DC_COOKIE_PROBE(cookie);
+		struct dc_pinfo *pi = bpf_map_lookup_elem(&pinfo, &probe);
+		note_handle(pi, tgid, f, ret);
+		if (profile_call(pi, probe, tgid, f->ts, now, f->args, f->aux, f->aux_ok,
+				 f->iov_bytes)) {
+			st->depth = d;
+			if (d == 0)
+				bpf_map_delete_elem(&stacks, &tid);
+			return;
+		}
 	}
 
 	__u32 zero = 0;
@@ -601,8 +600,12 @@ static __always_inline int emit_record(__u64 cookie, __u32 tgid, __u32 tid, __u6
 				       __u64 parent, __u32 level, __u64 ts, __u64 dur,
 				       const __u64 args[DC_MAX_ARGS], __u32 flags)
 {
-	if (profile_ns && profile_call(DC_COOKIE_PROBE(cookie), tgid, ts, ts + dur, args, 0, 0, 0))
-		return 0;
+	if (profile_ns) {
+		__u32 probe = DC_COOKIE_PROBE(cookie);
+		if (profile_call(bpf_map_lookup_elem(&pinfo, &probe), probe, tgid, ts, ts + dur,
+				 args, 0, 0, 0))
+			return 0;
+	}
 	struct dc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_stat(DC_STAT_LOST);

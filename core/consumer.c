@@ -492,11 +492,7 @@ static void on_process(struct dc_consumer *c, const struct dc_event *e, const ch
 		struct seen *p = seen_slot(c, (uint64_t)e->pid << 32, &added);
 		if (c->script)
 			dc_script_process(c->script, "exit", e->pid, 0, p->name, (int)e->args[0]);
-		if (c->profiling)
-			dc_profile_exit(c->prof, e->pid); /* its handles may name files of the
-							     interval still open */
-		else
-			dc_files_exit(e->pid);
+		dc_files_exit(e->pid);
 		break;
 	}
 	}

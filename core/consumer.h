@@ -34,7 +34,7 @@ uint64_t dc_consumer_dropped(const struct dc_consumer *c);
 
 /* Gives the consumer the run's profile (core/profile.h): written events feed its totals;
  * with profiling (profile mode), the records it gets are aggregated there instead of
- * being written, and exited processes' tables live until its next flush. */
+ * being written. */
 struct dc_profile;
 void dc_consumer_set_profile(struct dc_consumer *c, struct dc_profile *p, int profiling);
 

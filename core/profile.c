@@ -47,8 +47,6 @@ struct dc_profile {
 	struct table pending, totals;
 	struct open_e *opens; /* (pid, id of the call that opened a handle) -> its path */
 	size_t nopens, capopens;
-	int *exited;
-	size_t nexited, capexited;
 	uint64_t dropped;    /* counter events the script's callbacks dropped */
 	struct dc_record rec;
 };
@@ -355,30 +353,12 @@ uint64_t dc_profile_flush(struct dc_profile *p, uint64_t now_ns, int final)
 	}
 	free(p->pending.e);
 	p->pending = left;
-	for (size_t i = 0; i < p->nexited; i++)
-		dc_files_exit(p->exited[i]);
-	p->nexited = 0;
 	return written;
 }
 
 uint64_t dc_profile_dropped(const struct dc_profile *p)
 {
 	return p ? p->dropped : 0;
-}
-
-void dc_profile_exit(struct dc_profile *p, int pid)
-{
-	if (p->nexited == p->capexited) {
-		size_t cap = p->capexited ? p->capexited * 2 : 64;
-		int *n = realloc(p->exited, cap * sizeof(*n));
-		if (!n) {
-			dc_files_exit(pid);
-			return;
-		}
-		p->exited = n;
-		p->capexited = cap;
-	}
-	p->exited[p->nexited++] = pid;
 }
 
 /* Hands out one aggregate as a dc_prow. */
@@ -443,6 +423,5 @@ void dc_profile_free(struct dc_profile *p)
 	for (size_t i = 0; i < p->capopens; i++)
 		free(p->opens[i].path);
 	free(p->opens);
-	free(p->exited);
 	free(p);
 }

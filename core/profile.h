@@ -57,10 +57,6 @@ void dc_profile_read(struct dc_profile *p, int totals,
 /* Counter events the script's callbacks dropped so far (0 for NULL). */
 uint64_t dc_profile_dropped(const struct dc_profile *p);
 
-/* A traced process exited: its handles (MPI_File) are forgotten after the next flush,
- * which may still need them. */
-void dc_profile_exit(struct dc_profile *p, int pid);
-
 void dc_profile_free(struct dc_profile *p);
 
 #endif
