@@ -13,7 +13,9 @@
 enum dc_kind {
 	DC_EV_CALL = 1, /* a probed call returned: one complete event */
 	DC_EV_FORK = 2, /* a traced process created a process: pid = child tgid, args[0] = parent tgid */
-	DC_EV_EXEC = 3, /* a traced process exec'd: path = new image's file name */
+	DC_EV_EXEC = 3, /* a traced process exec'd: path = new image's file name; args[0] = 1
+			 * when the exec gained privileges (bprm->secureexec) in a run without
+			 * root: the process is no longer traced from here on, else 0 */
 	DC_EV_EXIT = 4, /* the last thread of a traced process exited: args[0] = exit_code (wait status) */
 };
 

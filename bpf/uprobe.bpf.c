@@ -76,16 +76,27 @@ int BPF_PROG(dc_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
+/* 1 when the tracer runs without root (capabilities only, set by the loader before
+ * load): a traced process that execs a program gaining privileges stops being traced. */
+const volatile __u32 untrace_secureexec = 0;
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(dc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 	if (!bpf_map_lookup_elem(&traced, &tgid))
 		return 0;
+	/* bprm->secureexec: this exec changes ids or raises capabilities (setuid, setgid,
+	 * file capabilities, an LSM transition), the kernel's AT_SECURE (fs/exec.c,
+	 * security/commoncap.c cap_bprm_creds_from_file). ptrace does not let such an exec
+	 * gain privileges under a tracer that lacks them; we stop tracing the process. */
+	__u64 secure = untrace_secureexec && BPF_CORE_READ_BITFIELD_PROBED(bprm, secureexec);
 	/* the name of the file that runs (not the path execve was given: /proc/self/exe,
 	 * a relative path, a symlink) */
-	send_proc(DC_EV_EXEC, tgid, BPF_CORE_READ(p, pid), 0,
+	send_proc(DC_EV_EXEC, tgid, BPF_CORE_READ(p, pid), secure,
 		  (const char *)BPF_CORE_READ(bprm, file, f_path.dentry, d_name.name));
+	if (secure)
+		bpf_map_delete_elem(&traced, &tgid);
 	return 0;
 }
 

@@ -47,7 +47,7 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 }
 
 struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, uint64_t profile_ns, uint64_t profile_t0,
-			   char *err, size_t errlen)
+			   int untrace_secureexec, char *err, size_t errlen)
 {
 	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
 		snprintf(err, errlen, "this kernel has no BTF (/sys/kernel/btf/vmlinux missing): "
@@ -77,6 +77,7 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, uint64_t profile_ns, uint64_t p
 	b->skel->rodata->wakeup_bytes = ringbuf_bytes / 8;
 	b->skel->rodata->profile_ns = profile_ns;
 	b->skel->rodata->profile_t0 = profile_t0;
+	b->skel->rodata->untrace_secureexec = untrace_secureexec ? 1 : 0;
 	int e = bpf_map__set_max_entries(b->skel->maps.events, ringbuf_bytes);
 	if (!e)
 		e = uprobe_bpf__load(b->skel);

@@ -23,9 +23,12 @@ struct dc_bpf;
 /* Opens and loads the BPF object with a ring buffer of `ringbuf_bytes` (a power of two,
  * >= 4096); profile_ns > 0 selects profile mode: calls are aggregated in the `aggs` map
  * per interval of profile_ns counted from profile_t0 (CLOCK_MONOTONIC ns) and attaches the sched_process_{fork,exec,exit} tracepoints (tp_btf).
+ * untrace_secureexec=1 (a run without root) stops tracing a process at an exec that
+ * gains privileges (setuid, setgid, file capabilities), as ptrace would not let it gain
+ * them; the exec record says so (bpf/datacrumbs.h DC_EV_EXEC).
  * Returns NULL with a one-line reason in err (no BTF, missing privileges, verifier). */
 struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, uint64_t profile_ns, uint64_t profile_t0,
-			   char *err, size_t errlen);
+			   int untrace_secureexec, char *err, size_t errlen);
 
 /* Marks tgid as traced: its calls are recorded and its future children are followed.
  * Returns 0, or -1 with errno. */

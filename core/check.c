@@ -28,6 +28,7 @@ static const char check_help[] =
 "\n"
 "options (before SCRIPT):\n"
 "  -h, --help   this text\n"
+"  --unsafe     let the script start programs and load native code, as run --unsafe\n"
 "\n"
 "exit status: 0 when the script is valid; 125 on an error (a syntax or run-time error\n"
 "of the script or a bad probe description, said with file:line); 2 on a usage error.\n";
@@ -162,7 +163,7 @@ int dc_check_main(int argc, char **argv)
 	const char *script = NULL;
 	char **cmd = NULL;
 	char **sargs = calloc(argc + 1, sizeof(char *));
-	int nsargs = 0;
+	int nsargs = 0, unsafe = 0;
 	if (!sargs)
 		return EXIT_FAIL;
 	for (int i = 1; i < argc; i++) {
@@ -181,6 +182,10 @@ int dc_check_main(int argc, char **argv)
 			fputs(check_help, stdout);
 			free(sargs);
 			return 0;
+		}
+		if (!script && !strcmp(a, "--unsafe")) {
+			unsafe = 1;
+			continue;
 		}
 		if (!script) {
 			if (!a[0] || a[0] == '-') {
@@ -211,7 +216,7 @@ int dc_check_main(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	struct dc_run_info info = { .output = ".", .mode = NULL, .cmd = cmd,
-				    .script_args = sargs };
+				    .script_args = sargs, .unsafe = unsafe };
 	struct dc_script *s = dc_script_new(&loop, &info);
 	if (!s) {
 		snprintf(err, sizeof(err), "cannot create the Lua state: out of memory");

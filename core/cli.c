@@ -31,8 +31,9 @@ static const char main_help[] =
 "  datacrumbs check --help    what check resolves\n"
 "  datacrumbs features --help what features checks\n"
 "\n"
-"SCRIPT is found as a path, then in $DATACRUMBS_SCRIPT_PATH, then in the installed\n"
-"scripts directory (e.g. io_posix.lua). run needs root, or CAP_BPF and CAP_PERFMON.\n";
+"SCRIPT is a path when it holds a '/' (./my.lua), else a name looked up in\n"
+"$DATACRUMBS_SCRIPT_PATH, then in the installed scripts directory (e.g. io_posix.lua),\n"
+"never in the current directory. run needs root, or CAP_BPF and CAP_PERFMON.\n";
 
 static const char run_help[] =
 "usage: datacrumbs run [OPTIONS] SCRIPT [SCRIPT-ARGS] -- CMD [ARGS...]\n"
@@ -64,6 +65,15 @@ static const char run_help[] =
 "      --interval TIME      profile mode's interval, e.g. 1s, 250ms (a number alone is\n"
 "                           seconds; default 1s, from 10ms to 1 day); a call counts\n"
 "                           in the interval it ends in\n"
+"      --force              replace an existing trace file (only a regular file of\n"
+"                           yours); without it an existing name is never overwritten\n"
+"      --group-readable     create the trace with mode 0640 (default 0600: it holds\n"
+"                           the paths and arguments of the traced run)\n"
+"  -u, --user USER          run CMD as USER, with USER's groups (as strace -u; needs\n"
+"                           root); under sudo without -u, CMD runs as root\n"
+"      --unsafe             let the script start programs and load native code\n"
+"                           (os.execute, io.popen, package.loadlib, C modules,\n"
+"                           luv's spawn and threads): the shipped scripts need none\n"
 "  -q, --quiet              no summary line at the end\n"
 "  -h, --help               this text\n"
 "\n"
@@ -207,6 +217,16 @@ int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
 			if (o->interval_ns < DC_INTERVAL_MIN_NS || o->interval_ns > DC_INTERVAL_MAX_NS)
 				return usage_error("--interval needs a duration from 10ms to 1 day "
 						   "(e.g. 1s, 250ms), got '%s'", v ? v : "");
+		} else if (IS("--force") && !eq) {
+			o->force = 1;
+		} else if (IS("--group-readable") && !eq) {
+			o->group_readable = 1;
+		} else if (IS("--unsafe") && !eq) {
+			o->unsafe = 1;
+		} else if (IS("-u") || IS("--user")) {
+			if (!(o->user = opt_value(argc, argv, &i, eq)) || !*o->user ||
+			    !strcmp(o->user, "--"))
+				return usage_error("%s needs a user name or uid", a);
 		} else if ((IS("-q") || IS("--quiet")) && !eq) {
 			o->quiet = 1;
 		} else if (!o->script) {
@@ -226,6 +246,8 @@ int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
 		return usage_error("%s", "nothing to trace: give -- CMD [ARGS] or -p PID");
 	if (o->cmd && o->pid)
 		return usage_error("%s", "give either -- CMD or -p PID, not both");
+	if (o->user && o->pid)
+		return usage_error("%s", "-u runs CMD as a user: it does not go with -p");
 	return 0;
 }
 

@@ -18,6 +18,10 @@ struct dc_opts {
 	int mode;                 /* --mode: DC_MODE_*, 0: as the script says (trace) */
 	unsigned long long interval_ns; /* --interval, ns; 0: as the script says (1 s) */
 	int script_help;          /* SCRIPT --help: the script shows its options, nothing runs */
+	int force;                /* --force: replace an existing trace file of the user's */
+	int group_readable;       /* --group-readable: trace mode 0640 (default 0600) */
+	const char *user;         /* -u USER: run CMD as USER (root only), NULL: as we are */
+	int unsafe;               /* --unsafe: the script may start programs, load C code */
 };
 
 enum { DC_MODE_TRACE = 1, DC_MODE_PROFILE = 2 };

@@ -465,6 +465,25 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		dc_profile_total(c->prof, r->pid, e->probe, e->dur, record_bytes(r, pr), r->path);
 }
 
+/* A traced process exec'd a program that gains privileges (datacrumbs.h DC_EV_EXEC,
+ * args[0] = 1) in a run without root: said on stderr, and in the trace as an `untraced`
+ * record (cat datacrumbs: reason, exec_hash the SH hash of the program's file name) at
+ * the time of the exec. */
+static void untraced(struct dc_consumer *c, const struct dc_event *e, const char *epath)
+{
+	const char *file = epath ? epath : "?";
+	fprintf(stderr, "datacrumbs: process %d exec'd %s, which gains privileges (setuid, "
+		"setgid or file capabilities): not traced from here on, as under ptrace "
+		"(datacrumbs runs without root)\n", (int)e->pid, file);
+	char sh[17];
+	memcpy(sh, dc_writer_string(c->w, e->pid, e->tid, file), sizeof(sh));
+	dc_writer_begin(c->w, dc_consumer_own_id(c), "untraced", "datacrumbs", e->pid, e->tid,
+			(e->ts + c->mono_to_real_ns) / 1000, 0);
+	dc_writer_arg_str(c->w, "reason", "privileged exec");
+	dc_writer_arg_str(c->w, "exec_hash", sh);
+	dc_writer_end(c->w);
+}
+
 /* A fork, exec or exit of a traced process. */
 static void on_process(struct dc_consumer *c, const struct dc_event *e, const char *epath)
 {
@@ -483,6 +502,8 @@ static void on_process(struct dc_consumer *c, const struct dc_event *e, const ch
 	case DC_EV_EXEC:
 		if (epath)
 			name_process(c, e->pid, base_name(epath));
+		if (e->args[0]) /* gained privileges: BPF stopped tracing it */
+			untraced(c, e, epath);
 		if (c->want_ranks) /* now, while the new program surely runs */
 			seen_slot(c, (uint64_t)e->pid << 32, &added)->rank = dc_mpi_env_rank(e->pid);
 		if (c->script)

@@ -1073,17 +1073,21 @@ struct layer {
 };
 
 /* Which layers this kernel allows, by the programs datacrumbs loads for them: uprobe
- * layers need uprobes and attach cookies (bpf/uprobe.bpf.c), the syscall, page cache and
+ * layers need uprobe_multi links, or perf_event uprobes with attach cookies
+ * (bpf/uprobe.bpf.c, core/attach.c), the syscall, page cache and
  * block layers tp_btf programs (bpf/syscall.bpf.c, kernel.bpf.c: BTF and raw tracepoints
  * with BTF), VFS fentry or kprobes (bpf/vfs.bpf.c). Every layer also needs the ring
  * buffer and the process-tracking tp_btf programs. */
 static void layers(const struct dc_features *f, struct layer l[4])
 {
 	int common = both(yes(f, DC_FEAT_RINGBUF), both(yes(f, DC_FEAT_TP_BTF), yes(f, DC_FEAT_BTF)));
+	/* an uprobe_multi link carries its cookies and needs only CAP_BPF + CAP_PERFMON;
+	 * a perf_event uprobe wants more (EACCES without root here): either way serves */
 	l[0] = (struct layer){ "posix_stdio_mpiio", "POSIX, STDIO, MPI-IO",
-			       "uprobe, attach_cookie, tp_btf",
-			       both(common, both(yes(f, DC_FEAT_UPROBE),
-						 yes(f, DC_FEAT_ATTACH_COOKIE))) };
+			       "uprobe_multi, or uprobe and attach_cookie; tp_btf",
+			       both(common, either(yes(f, DC_FEAT_UPROBE_MULTI),
+						   both(yes(f, DC_FEAT_UPROBE),
+							yes(f, DC_FEAT_ATTACH_COOKIE)))) };
 	l[1] = (struct layer){ "syscalls", "syscalls", "tp_btf", common };
 	l[2] = (struct layer){ "vfs", "VFS", "fentry or kprobe, tp_btf",
 			       both(common, either(yes(f, DC_FEAT_FENTRY), yes(f, DC_FEAT_KPROBE))) };

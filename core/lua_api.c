@@ -20,6 +20,7 @@
 #include <luv/luv.h>
 
 #include "paths.h"
+#include "trust.h"
 
 /* One dc.on_event callback and the events it wants. */
 struct callback {
@@ -75,16 +76,23 @@ const char *dc_rec_keep(struct dc_record *r, const char *s, size_t n)
 	return d;
 }
 
-/* Looks for `file` in a ':'-separated directory list; 0 with out set when found. */
-static int find_in_dirs(const char *dirs, const char *file, char *out, size_t outlen)
+/* Looks for `file` in a ':'-separated directory list. As root, each directory consulted
+ * must pass dc_trust_search_dir and the file found dc_trust_file (`what` names it).
+ * Returns 0 with out set when found, -1 when not found, -2 when refused (err set). */
+static int find_in_dirs(const char *dirs, const char *file, char *out, size_t outlen,
+			const char *what, char *err, size_t errlen)
 {
 	while (dirs && *dirs) {
 		const char *end = strchr(dirs, ':');
 		size_t len = end ? (size_t)(end - dirs) : strlen(dirs);
 		if (len) {
-			snprintf(out, outlen, "%.*s/%s", (int)len, dirs, file);
+			char dir[PATH_MAX];
+			snprintf(dir, sizeof(dir), "%.*s", (int)len, dirs);
+			if (dc_trust_search_dir(dir, what, err, errlen))
+				return -2;
+			snprintf(out, outlen, "%s/%s", dir, file);
 			if (access(out, R_OK) == 0)
-				return 0;
+				return dc_trust_file(out, what, NULL, 0, err, errlen) ? -2 : 0;
 		}
 		dirs = end ? end + 1 : NULL;
 	}
@@ -93,20 +101,26 @@ static int find_in_dirs(const char *dirs, const char *file, char *out, size_t ou
 
 int dc_script_find(const char *name, char *out, size_t outlen, char *err, size_t errlen)
 {
-	if (access(name, R_OK) == 0) {
-		snprintf(out, outlen, "%s", name);
-		return 0;
+	if (strchr(name, '/')) { /* a path: ./x.lua, /opt/site/x.lua */
+		if (access(name, R_OK) == 0) {
+			snprintf(out, outlen, "%s", name);
+			return dc_trust_file(name, "script", NULL, 0, err, errlen);
+		}
+		snprintf(err, errlen, "script %s: %s", name, strerror(errno));
+		return -1;
 	}
 	char dirs[2 * PATH_MAX];
 	snprintf(dirs, sizeof(dirs), "%s:%s", dc_data_dir(DC_DIR_SCRIPTS),
 		 dc_source_dir(DC_DIR_SCRIPTS));
-	if (!strchr(name, '/')) {
-		if (find_in_dirs(getenv("DATACRUMBS_SCRIPT_PATH"), name, out, outlen) == 0 ||
-		    find_in_dirs(dirs, name, out, outlen) == 0)
-			return 0;
-	}
-	snprintf(err, errlen, "script '%s' not found (looked in ., $DATACRUMBS_SCRIPT_PATH, "
-		 "%s, %s)", name, dc_data_dir(DC_DIR_SCRIPTS), dc_source_dir(DC_DIR_SCRIPTS));
+	int e = find_in_dirs(getenv("DATACRUMBS_SCRIPT_PATH"), name, out, outlen, "script",
+			     err, errlen);
+	if (e == -1)
+		e = find_in_dirs(dirs, name, out, outlen, "script", err, errlen);
+	if (e != -1)
+		return e ? -1 : 0;
+	snprintf(err, errlen, "script '%s' not found (looked in $DATACRUMBS_SCRIPT_PATH, %s, "
+		 "%s; never in the current directory: for a file there, say ./%s)", name,
+		 dc_data_dir(DC_DIR_SCRIPTS), dc_source_dir(DC_DIR_SCRIPTS), name);
 	return -1;
 }
 
@@ -155,10 +169,22 @@ static struct dc_layer *load_layer(struct dc_script *s, const char *layer, char 
 	char dirs[2 * PATH_MAX];
 	snprintf(dirs, sizeof(dirs), "%s:%s", dc_data_dir(DC_DIR_PROBES),
 		 dc_source_dir(DC_DIR_PROBES));
+	int found = -1;
 	if (strchr(layer, '/')) {
 		snprintf(path, sizeof(path), "%s", layer);
-	} else if (find_in_dirs(getenv("DATACRUMBS_PROBE_PATH"), file, path, sizeof(path)) &&
-		   find_in_dirs(dirs, file, path, sizeof(path))) {
+		/* a missing file is dc_layer_load's to report */
+		found = access(path, F_OK) == 0 &&
+			dc_trust_file(path, "probe description", NULL, 0, err, errlen) ? -2 : 0;
+	} else {
+		found = find_in_dirs(getenv("DATACRUMBS_PROBE_PATH"), file, path, sizeof(path),
+				     "probe description", err, errlen);
+		if (found == -1)
+			found = find_in_dirs(dirs, file, path, sizeof(path), "probe description",
+					     err, errlen);
+	}
+	if (found == -2)
+		return NULL;
+	if (found == -1) {
 		char known[512] = "";
 		list_layers(getenv("DATACRUMBS_PROBE_PATH"), known, sizeof(known));
 		list_layers(dirs, known, sizeof(known));
@@ -861,6 +887,188 @@ static void on_count(lua_State *L, lua_Debug *ar)
 		luaL_error(L, "interrupted by a signal while the script ran");
 }
 
+/* A function a script may not call without --unsafe; upvalue 1 is its name. The error
+ * names the script's line (level 1: the caller of this C function). */
+static int l_unsafe(lua_State *L)
+{
+	return luaL_error(L, "%s is not available without --unsafe (it would start a "
+			  "program or load native code with the tracer's privileges)",
+			  lua_tostring(L, lua_upvalueindex(1)));
+}
+
+/* Replaces t[name] (t at the top of the stack) by l_unsafe, when present. */
+static void forbid(lua_State *L, const char *lib, const char *name)
+{
+	if (lua_getfield(L, -1, name) == LUA_TNIL) {
+		lua_pop(L, 1);
+		return;
+	}
+	lua_pop(L, 1);
+	lua_pushfstring(L, "%s%s%s", lib, *lib ? "." : "", name);
+	lua_pushcclosure(L, l_unsafe, 1);
+	lua_setfield(L, -2, name);
+}
+
+/* load(chunk [, name [, mode [, env]]]) with mode forced to text: a binary chunk is
+ * not checked by Lua and can break out of the VM (Lua 5.4 manual, "load"). Upvalue 1 is
+ * the original load. */
+static int l_load_text(lua_State *L)
+{
+	const char *mode = luaL_optstring(L, 3, "t");
+	int n = lua_gettop(L), nargs = 3;
+	size_t len;
+	const char *chunk = lua_type(L, 1) == LUA_TSTRING ? lua_tolstring(L, 1, &len) : NULL;
+	if (strchr(mode, 'b') || (chunk && len > 0 && chunk[0] == LUA_SIGNATURE[0]))
+		return luaL_error(L, "load: binary chunks are not available without --unsafe");
+	if (n < 2) {
+		lua_settop(L, 2);
+		n = 2;
+	}
+	lua_pushvalue(L, lua_upvalueindex(1));
+	lua_pushvalue(L, 1);
+	lua_pushvalue(L, 2);
+	lua_pushliteral(L, "t");
+	if (n >= 4) { /* an env given, even nil, stays given */
+		lua_pushvalue(L, 4);
+		nargs = 4;
+	}
+	lua_call(L, nargs, LUA_MULTRET);
+	return lua_gettop(L) - n;
+}
+
+/* loadfile(file [, mode [, env]]) / dofile(file), text only, from a trusted file as root. */
+static int load_text_file(lua_State *L, const char *path)
+{
+	char err[PATH_MAX + 256];
+	if (path && dc_trust_file(path, "Lua file", NULL, 0, err, sizeof(err)))
+		return luaL_error(L, "%s", err);
+	return luaL_loadfilex(L, path, "t");
+}
+
+static int l_loadfile_text(lua_State *L)
+{
+	const char *path = luaL_optstring(L, 1, NULL);
+	int env = !lua_isnone(L, 3);
+	if (load_text_file(L, path) != LUA_OK) {
+		lua_pushnil(L);
+		lua_insert(L, -2);
+		return 2;
+	}
+	if (env) {
+		lua_pushvalue(L, 3);
+		if (!lua_setupvalue(L, -2, 1))
+			lua_pop(L, 1);
+	}
+	return 1;
+}
+
+static int l_dofile_text(lua_State *L)
+{
+	const char *path = luaL_optstring(L, 1, NULL);
+	lua_settop(L, 1);
+	if (load_text_file(L, path) != LUA_OK)
+		return lua_error(L);
+	lua_call(L, 0, LUA_MULTRET);
+	return lua_gettop(L) - 1;
+}
+
+/* package.searchers[2] in place of Lua's: package.path as Lua searches it, then, as
+ * root, dc_trust_file on what it found; text chunks only. */
+static int searcher_lua(lua_State *L)
+{
+	const char *name = luaL_checkstring(L, 1);
+	lua_getglobal(L, "package");
+	lua_getfield(L, -1, "searchpath");
+	lua_pushstring(L, name);
+	lua_getfield(L, -3, "path");
+	lua_call(L, 2, 2);
+	if (lua_isnil(L, -2))
+		return 1; /* the message of the places searched */
+	const char *file = lua_tostring(L, -2);
+	char err[PATH_MAX + 256];
+	if (dc_trust_file(file, "Lua module", NULL, 0, err, sizeof(err)))
+		return luaL_error(L, "%s", err);
+	if (luaL_loadfilex(L, file, "t") != LUA_OK)
+		return luaL_error(L, "error loading module '%s' from file '%s': %s", name, file,
+				  lua_tostring(L, -1));
+	lua_pushstring(L, file);
+	return 2;
+}
+
+/* The part of `path` (';'-separated templates) without relative entries ("./?.lua",
+ * "?.lua"): those would read code from the current directory. Pushed on the stack. */
+static void push_absolute_entries(lua_State *L, const char *path)
+{
+	luaL_Buffer b;
+	luaL_buffinit(L, &b);
+	int first = 1;
+	while (path && *path) {
+		const char *end = strchr(path, ';');
+		size_t n = end ? (size_t)(end - path) : strlen(path);
+		if (n && path[0] == '/') {
+			if (!first)
+				luaL_addchar(&b, ';');
+			luaL_addlstring(&b, path, n);
+			first = 0;
+		}
+		path = end ? end + 1 : NULL;
+	}
+	luaL_pushresult(&b);
+}
+
+/* The sandbox of a script without --unsafe (dc_script_new's comment lists it). */
+static void restrict_libs(lua_State *L)
+{
+	lua_getglobal(L, "os");
+	forbid(L, "os", "execute");
+	lua_pop(L, 1);
+	lua_getglobal(L, "io");
+	forbid(L, "io", "popen");
+	lua_pop(L, 1);
+	lua_getglobal(L, "package");
+	forbid(L, "package", "loadlib");
+	lua_pushstring(L, "");
+	lua_setfield(L, -2, "cpath");
+	lua_getfield(L, -1, "searchers"); /* 1 preload, 2 Lua, 3 C, 4 C root */
+	lua_pushnil(L);
+	lua_rawseti(L, -2, 4);
+	lua_pushnil(L);
+	lua_rawseti(L, -2, 3);
+	lua_pop(L, 2);
+	lua_getglobal(L, "load");
+	lua_pushcclosure(L, l_load_text, 1);
+	lua_setglobal(L, "load");
+	lua_pushcfunction(L, l_loadfile_text);
+	lua_setglobal(L, "loadfile");
+	lua_pushcfunction(L, l_dofile_text);
+	lua_setglobal(L, "dofile");
+	/* debug can reach any upvalue and the registry: only traceback stays */
+	lua_getglobal(L, "debug");
+	lua_getfield(L, -1, "traceback");
+	lua_newtable(L);
+	lua_insert(L, -2);
+	lua_setfield(L, -2, "traceback");
+	lua_pushvalue(L, -1);
+	lua_setglobal(L, "debug");
+	luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+	lua_insert(L, -2);
+	lua_setfield(L, -2, "debug");
+	lua_pop(L, 2);
+}
+
+/* luaopen_luv without the calls that start processes or new Lua states (a thread's or
+ * work's state has the full, unrestricted libraries): they raise the --unsafe error. */
+static int open_luv_restricted(lua_State *L)
+{
+	luaopen_luv(L);
+	forbid(L, "uv", "spawn");
+	forbid(L, "uv", "new_thread");
+	forbid(L, "uv", "new_work");
+	forbid(L, "uv", "queue_work");
+	forbid(L, "uv", "dlopen");
+	return 1;
+}
+
 struct dc_script *dc_script_new(uv_loop_t *loop, const struct dc_run_info *info)
 {
 	struct dc_script *s = calloc(1, sizeof(*s));
@@ -890,17 +1098,26 @@ struct dc_script *dc_script_new(uv_loop_t *loop, const struct dc_run_info *info)
 	lua_pushlightuserdata(L, s);
 	lua_setfield(L, LUA_REGISTRYINDEX, "datacrumbs.script");
 	luv_set_callback(L, luv_callback); /* an error in a timer must not end the run */
-	lua_pushcfunction(L, luaopen_luv);
+	lua_pushcfunction(L, info->unsafe ? luaopen_luv : open_luv_restricted);
 	lua_setfield(L, -2, "luv");
 	lua_pop(L, 1);
 
-	/* package.path: our lua/ helpers first (installed, then the source tree) */
+	/* package.path: our lua/ helpers first (installed, then the source tree), then the
+	 * absolute entries of the default (LUA_PATH's): never the current directory */
 	lua_getglobal(L, "package");
 	lua_getfield(L, -1, "path");
+	push_absolute_entries(L, lua_tostring(L, -1));
 	lua_pushfstring(L, "%s/?.lua;%s/?.lua;%s", dc_data_dir(DC_DIR_LUA),
 			dc_source_dir(DC_DIR_LUA), lua_tostring(L, -1));
-	lua_setfield(L, -3, "path");
+	lua_setfield(L, -4, "path");
 	lua_pop(L, 2);
+	/* require's Lua searcher checks, as root, who owns what it loads */
+	lua_getfield(L, -1, "searchers");
+	lua_pushcfunction(L, searcher_lua);
+	lua_rawseti(L, -2, 2);
+	lua_pop(L, 2);
+	if (!info->unsafe)
+		restrict_libs(L);
 
 	/* arg: the script's own arguments, as lua(1) gives them (arg[0]: set by run) */
 	push_strings(L, info->script_args);
@@ -945,7 +1162,7 @@ int dc_script_run(struct dc_script *s, const char *path, char *err, size_t errle
 	lua_rawseti(L, -2, 0);
 	lua_pop(L, 1);
 	lua_pushcfunction(L, on_error);
-	if (luaL_loadfile(L, path) != LUA_OK || lua_pcall(L, 0, 0, -2) != LUA_OK) {
+	if (luaL_loadfilex(L, path, "t") != LUA_OK || lua_pcall(L, 0, 0, -2) != LUA_OK) {
 		snprintf(err, errlen, "%s", lua_tostring(L, -1));
 		lua_settop(L, 0);
 		return s->done ? 1 : -1;

@@ -27,15 +27,25 @@ struct dc_run_info {
 	int pid;                  /* -p PID, 0 when datacrumbs starts the command */
 	char **cmd;               /* NULL-terminated command, or NULL with -p */
 	char **script_args;       /* arguments after the script name, NULL-terminated */
+	int unsafe;               /* --unsafe: keep os.execute, io.popen, C modules, ... */
 };
 
 /* Creates the Lua state with the standard libraries, `datacrumbs` and `luv` (on `loop`)
- * preloaded, package.path extended with the lua/ directory. NULL on out of memory. */
+ * preloaded, package.path our lua/ directories, then LUA_PATH's entries that are not
+ * relative ("./?.lua" would read code from the current directory). Unless info->unsafe,
+ * the script cannot start programs or load native code: os.execute, io.popen,
+ * package.loadlib, the C module searchers, luv's spawn/new_thread/new_work raise an error
+ * naming --unsafe; load/loadfile/dofile/require take text chunks only (bytecode can break
+ * out of the VM); debug keeps only traceback. As root, every Lua file require loads must
+ * pass dc_trust_file. docs/lua-api.md "What a script can do". NULL on out of memory. */
 struct dc_script *dc_script_new(uv_loop_t *loop, const struct dc_run_info *info);
 
-/* Finds a script: `name` as a path, then in each directory of $DATACRUMBS_SCRIPT_PATH
- * (':'-separated), then the installed scripts directory, then the source tree's scripts/.
- * Returns 0 with the path in out, -1 when not found (err says where it looked). */
+/* Finds a script: `name` holding a '/' is a path; a bare name is looked up in each
+ * directory of $DATACRUMBS_SCRIPT_PATH (':'-separated), then the installed scripts
+ * directory, then the source tree's scripts/, never in the current directory (as PATH
+ * without "."). As root each directory consulted must pass dc_trust_search_dir and the
+ * script dc_trust_file. Returns 0 with the path in out, -1 when not found or refused (err
+ * says where it looked, or which file or directory was refused and why). */
 int dc_script_find(const char *name, char *out, size_t outlen, char *err, size_t errlen);
 
 /* Loads and runs the script file. Returns 0; 1 when the script ended the run with

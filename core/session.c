@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +29,8 @@
 #include "lua_api.h"
 #include "profile.h"
 #include "resolve.h"
+#include "outfile.h"
+#include "trust.h"
 #include "writer.h"
 
 struct session {
@@ -54,7 +58,16 @@ struct session {
 	int draining;        /* inside dc_consumer_drain */
 	int cmd_bad;         /* CMD cannot run as given (not an ELF, bad #!, missing library) */
 	int pidfd;
+	struct dc_outspec out;    /* -o and how the trace file is created */
 	char trace_path[PATH_MAX];
+};
+
+/* The user CMD runs as (-u USER), resolved before the start. */
+struct run_as {
+	int set;                  /* -u given */
+	uid_t uid;
+	gid_t gid;
+	char name[64];
 };
 
 static void fail(const char *what)
@@ -78,63 +91,6 @@ static int check_privileges(char *err, size_t errlen)
 	snprintf(err, errlen, "permission denied: datacrumbs needs root, or CAP_BPF and "
 		 "CAP_PERFMON (try sudo)");
 	return -1;
-}
-
-static int ends_with(const char *s, const char *tail)
-{
-	size_t n = strlen(s), t = strlen(tail);
-	return n >= t && !strcmp(s + n - t, tail);
-}
-
-/* The trace file path: -o DIR (an existing directory) -> DIR/<exec>-<host>-<pid>.pfw[.gz];
- * -o FILE (a name ending in .pfw.gz, or .pfw with --no-compress) -> FILE. Anything else
- * is taken for a directory that does not exist. Checks the directory is writable. */
-static int output_path(const struct dc_opts *o, const char *exec, const char *host, int pid,
-		       char *out, size_t outlen, char *err, size_t errlen)
-{
-	const char *dir = o->output ? o->output : ".";
-	struct stat st;
-	int isdir = stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
-	const char *slash = strrchr(exec, '/');
-	const char *base = slash ? slash + 1 : exec;
-	int isfile = !isdir && (ends_with(dir, ".pfw.gz") || ends_with(dir, ".pfw"));
-	if (isfile && o->compress != ends_with(dir, ".gz")) {
-		snprintf(err, errlen, "-o %s: %s", dir, o->compress
-			 ? "a .pfw file is plain JSON: name it .pfw.gz, or add --no-compress"
-			 : "--no-compress writes plain JSON: name the file .pfw, not .gz");
-		return -1;
-	}
-	if (!isfile) {
-		if (!isdir) {
-			if (stat(dir, &st) == 0)
-				snprintf(err, errlen, "-o %s: exists and is not a directory (give a "
-					 "directory, or a trace file name ending in .pfw.gz)", dir);
-			else
-				snprintf(err, errlen, "output directory %s does not exist (create it, "
-					 "or give -o a file name ending in .pfw.gz)", dir);
-			return -1;
-		}
-		size_t dl = strlen(dir);
-		while (dl > 1 && dir[dl - 1] == '/')
-			dl--;
-		snprintf(out, outlen, "%.*s/%s-%s-%d.pfw%s", (int)dl, dir, base, host, pid,
-			 o->compress ? ".gz" : "");
-	} else {
-		snprintf(out, outlen, "%s", o->output);
-	}
-	char parent[PATH_MAX];
-	snprintf(parent, sizeof(parent), "%s", out);
-	char *s = strrchr(parent, '/');
-	if (s)
-		*s = 0;
-	else
-		snprintf(parent, sizeof(parent), ".");
-	if (access(parent[0] ? parent : "/", W_OK) != 0) {
-		snprintf(err, errlen, "cannot write to output directory %s: %s (give -o a "
-			 "writable directory)", parent[0] ? parent : "/", strerror(errno));
-		return -1;
-	}
-	return 0;
 }
 
 /* Adds the probes of request r on a kernel-function layer (`mechanism: kernel`, e.g. VFS):
@@ -270,6 +226,19 @@ static uint64_t now_us(void)
 	return (uint64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
 }
 
+/* The trace cannot be written (errno e): said once, in one line; the command goes on
+ * untouched, what reached the file stays readable (writer.h dc_writer_on_disk). */
+static void cut(struct session *s, int e)
+{
+	if (s->cut)
+		return;
+	s->cut = 1;
+	fprintf(stderr, "datacrumbs: cannot write %s: %s: the trace is cut here (%s goes on, "
+		"untraced from now)\n", s->trace_path, e == ENOENT
+		? "the file was removed (or its directory)" : strerror(e),
+		s->started ? s->o->cmd[0] : "the process");
+}
+
 /* Drains the ring buffer; a writer failure cuts the trace (reported once). */
 static void drain(struct session *s)
 {
@@ -280,11 +249,8 @@ static void drain(struct session *s)
 	s->draining = 1;
 	int n = dc_consumer_drain(s->cons);
 	s->draining = 0;
-	if (n < 0 && !s->cut) {
-		s->cut = 1;
-		fprintf(stderr, "datacrumbs: cannot write %s: %s: the trace is cut here\n",
-			s->trace_path, strerror(errno));
-	}
+	if (n < 0)
+		cut(s, errno);
 }
 
 static void finish(struct session *s)
@@ -349,11 +315,8 @@ static void read_cb(void *ctx, int totals, void (*visit)(const struct dc_prow *r
 static void on_flush(uv_timer_t *t)
 {
 	struct session *s = t->data;
-	if (!s->cut && dc_writer_flush(s->w) < 0) {
-		s->cut = 1;
-		fprintf(stderr, "datacrumbs: cannot write %s: %s: the trace is cut here\n",
-			s->trace_path, strerror(errno));
-	}
+	if (!s->cut && dc_writer_flush(s->w) < 0)
+		cut(s, errno);
 }
 
 static void on_sigchld(uv_signal_t *h, int sig)
@@ -456,18 +419,68 @@ static void close_handle(uv_handle_t *h, void *arg)
 		uv_close(h, NULL);
 }
 
+/* -u USER: a user name or a numeric uid, looked up in the passwd database (getpwnam(3)).
+ * Only root may give it (setuid(2) needs CAP_SETUID). 0, or -1 with err. */
+static int resolve_run_as(const char *user, struct run_as *ra, char *err, size_t errlen)
+{
+	struct passwd *pw = getpwnam(user);
+	char *end;
+	long n = strtol(user, &end, 10);
+	if (!pw && !*end && n >= 0)
+		pw = getpwuid((uid_t)n);
+	if (!pw) {
+		snprintf(err, errlen, "-u %s: no such user", user);
+		return -1;
+	}
+	if (getuid() != 0 || geteuid() != 0) {
+		snprintf(err, errlen, "-u %s: running CMD as another user needs root", user);
+		return -1;
+	}
+	ra->set = 1;
+	ra->uid = pw->pw_uid;
+	ra->gid = pw->pw_gid;
+	snprintf(ra->name, sizeof(ra->name), "%s", pw->pw_name);
+	return 0;
+}
+
+/* In the held child: become ra's user, with its supplementary groups (initgroups(3)),
+ * group then user, as strace -u and su do. Returns 0, or an errno value. */
+static int become(const struct run_as *ra)
+{
+	if (!ra->set)
+		return 0;
+	if (initgroups(ra->name, ra->gid) || setgid(ra->gid) || setuid(ra->uid))
+		return errno;
+	return 0;
+}
+
 /* Forks the command's process, held before exec until *go is written to; it execs with
- * signal mask `mask`. Returns its pid; the child reports an exec failure's errno through
- * the close-on-exec status pipe. */
-static int spawn_held(char *const argv[], const char *path, const sigset_t *mask, int *go,
-		      int *status)
+ * signal mask `mask`, as ra's user when -u was given. Returns its pid, or -1 with errno
+ * (nothing left open); the child reports a failure's errno (of -u's setuid, or of exec)
+ * through the close-on-exec status pipe. */
+static int spawn_held(char *const argv[], const char *path, const sigset_t *mask,
+		      const struct run_as *ra, int *go, int *status)
 {
 	int gop[2], stp[2];
-	if (pipe2(gop, O_CLOEXEC) || pipe2(stp, O_CLOEXEC))
+	if (pipe2(gop, O_CLOEXEC))
 		return -1;
+	if (pipe2(stp, O_CLOEXEC)) {
+		int e = errno;
+		close(gop[0]);
+		close(gop[1]);
+		errno = e;
+		return -1;
+	}
 	pid_t pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		int e = errno;
+		close(gop[0]);
+		close(gop[1]);
+		close(stp[0]);
+		close(stp[1]);
+		errno = e;
 		return -1;
+	}
 	if (pid == 0) {
 		char c;
 		close(gop[1]);
@@ -480,8 +493,15 @@ static int spawn_held(char *const argv[], const char *path, const sigset_t *mask
 			_exit(DC_EXIT_FAIL); /* datacrumbs gave up before the start */
 		restore_process();
 		sigprocmask(SIG_SETMASK, mask, NULL); /* the command gets the mask we had */
+		int e = become(ra);
+		if (e) {
+			e = -e; /* negative: -u's change of user failed, not the exec */
+			if (write(stp[1], &e, sizeof(e)) < 0)
+				_exit(DC_EXIT_FAIL);
+			_exit(DC_EXIT_FAIL);
+		}
 		execv(path, argv);
-		int e = errno;
+		e = errno;
 		if (e == ENOEXEC) { /* a script without #!: /bin/sh runs it, as execvp(3) does */
 			int n = 0;
 			while (argv[n])
@@ -586,9 +606,75 @@ static void write_start(struct session *s, const char *exec, char **cmdv, uint64
 	dc_writer_end(s->w);
 }
 
+/* Without root (capabilities only), -p PID is allowed on the caller's own processes only:
+ * real, effective and saved uid and gid all the caller's, as ptrace(2) "Ptrace access
+ * mode checking" demands without CAP_SYS_PTRACE. 0, or -1 with err. proc(5) Uid:/Gid:. */
+static int check_pid_owner(int pid, char *err, size_t errlen)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		snprintf(err, errlen, "-p %d: %s", pid, errno == ENOENT
+			 ? "no such process (give the PID of a running process, see ps)"
+			 : strerror(errno));
+		return -1;
+	}
+	unsigned long u[4] = { 0 }, g[4] = { 0 };
+	int nu = 0, ng = 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "Uid:", 4))
+			nu = sscanf(line + 4, "%lu %lu %lu %lu", &u[0], &u[1], &u[2], &u[3]);
+		else if (!strncmp(line, "Gid:", 4))
+			ng = sscanf(line + 4, "%lu %lu %lu %lu", &g[0], &g[1], &g[2], &g[3]);
+	}
+	fclose(f);
+	uid_t me = getuid();
+	gid_t mg = getgid();
+	int ok = nu >= 3 && ng >= 3;
+	for (int i = 0; ok && i < 3; i++)
+		ok = u[i] == me && g[i] == mg;
+	if (!ok) {
+		snprintf(err, errlen, "-p %d: refused: the process is not yours (uids %lu/%lu/%lu, "
+			 "gids %lu/%lu/%lu; you are %u/%u): without root datacrumbs traces only "
+			 "your own processes, as ptrace does", pid, u[0], u[1], u[2], g[0], g[1],
+			 g[2], (unsigned)me, (unsigned)mg);
+		return -1;
+	}
+	return 0;
+}
+
+/* A forwarded signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT) pending, not yet read from the
+ * signalfd: its number, or 0. Lets every set-up step end the run promptly. */
+static int pending_signal(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	sigset_t p;
+	if (sigpending(&p))
+		return 0;
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (sigismember(&p, sigs[i]))
+			return sigs[i];
+	return 0;
+}
+
+/* Ends set-up when a signal is pending: says so (naming the step) and gives 128+N. */
+static int interrupted(const char *step, int *rc)
+{
+	int sig = pending_signal();
+	if (!sig)
+		return 0;
+	fprintf(stderr, "datacrumbs: %s while %s: stopped, nothing was traced\n",
+		strsignal(sig), step);
+	*rc = 128 + sig;
+	return 1;
+}
+
 int dc_session_run(const struct dc_opts *o)
 {
-	struct session S = { .o = o, .pidfd = -1, .child = -1, .sigfd = -1 }, *s = &S;
+	struct session S = { .o = o, .pidfd = -1, .child = -1, .sigfd = -1,
+			     .out = { o->output, o->compress, o->force, o->group_readable } }, *s = &S;
+	struct run_as ra = { 0 };
 	char err[PATH_MAX + 1024], script_path[PATH_MAX], exec[PATH_MAX], host[256];
 	int rc = DC_EXIT_FAIL, go = -1, stfd = -1;
 	uint64_t stats[DC_STAT_NR] = { 0 };
@@ -607,7 +693,8 @@ int dc_session_run(const struct dc_opts *o)
 				    .mode = o->mode == DC_MODE_PROFILE ? "profile"
 					  : o->mode == DC_MODE_TRACE ? "trace" : NULL,
 				    .interval_ns = o->interval_ns,
-				    .cmd = o->cmd, .script_args = o->script_args };
+				    .cmd = o->cmd, .script_args = o->script_args,
+				    .unsafe = o->unsafe };
 	s->script = dc_script_new(&s->loop, &info);
 	if (!s->script) {
 		fail("cannot create the Lua state: out of memory");
@@ -621,7 +708,8 @@ int dc_session_run(const struct dc_opts *o)
 		goto out;
 	}
 	if (ran) {
-		fail(err);
+		if (!interrupted("the script ran", &rc))
+			fail(err);
 		goto out;
 	}
 	if (!o->cmd && !o->pid) {
@@ -631,6 +719,14 @@ int dc_session_run(const struct dc_opts *o)
 		goto out;
 	}
 	if (check_privileges(err, sizeof(err))) { /* after the script: its --help needs none */
+		fail(err);
+		goto out;
+	}
+	if (o->user && resolve_run_as(o->user, &ra, err, sizeof(err))) {
+		fail(err);
+		goto out;
+	}
+	if (o->pid && !dc_invoker()->root && check_pid_owner(o->pid, err, sizeof(err))) {
 		fail(err);
 		goto out;
 	}
@@ -677,8 +773,19 @@ int dc_session_run(const struct dc_opts *o)
 	else if (o->interval_ns)
 		fprintf(stderr, "datacrumbs: warning: --interval is for profile mode (--mode "
 			"profile): ignored in trace mode\n");
+	/* the output target, before anything is loaded: a FIFO, a device or an existing
+	 * file is refused here, and nothing is opened that could block */
+	if (dc_out_path(&s->out, name, host, s->started ? 0 : o->pid, s->trace_path,
+			sizeof(s->trace_path), err, sizeof(err))) {
+		fail(err);
+		goto out;
+	}
+	if (o->cmd && dc_invoker()->sudo && !ra.set)
+		fprintf(stderr, "datacrumbs: note: under sudo %s runs as root (give -u %s to run "
+			"it as you)\n", o->cmd[0], dc_invoker()->name);
 	uint64_t t0 = mono_ns();
-	s->bpf = dc_bpf_open(o->ringbuf_bytes, s->interval_ns, t0, err, sizeof(err));
+	s->bpf = dc_bpf_open(o->ringbuf_bytes, s->interval_ns, t0, !dc_invoker()->root, err,
+			     sizeof(err));
 	if (!s->bpf) {
 		fail(err);
 		goto out;
@@ -690,25 +797,31 @@ int dc_session_run(const struct dc_opts *o)
 			rc = 127; /* as a shell reports a command it cannot execute */
 		goto out;
 	}
-	if (output_path(o, name, host, s->started ? 0 : o->pid, s->trace_path,
-			sizeof(s->trace_path), err, sizeof(err))) {
-		fail(err);
+	if (interrupted("the probes were resolved", &rc))
 		goto out;
-	}
 
 	if (s->started) {
-		s->child = spawn_held(o->cmd, exec, &s->oldmask, &go, &stfd);
+		s->child = spawn_held(o->cmd, exec, &s->oldmask, &ra, &go, &stfd);
 		if (s->child < 0) {
 			snprintf(err, sizeof(err), "cannot fork: %s", strerror(errno));
 			fail(err);
 			goto out;
 		}
 		/* now the pid is known: name the file after it */
-		output_path(o, name, host, s->child, s->trace_path, sizeof(s->trace_path),
-			    err, sizeof(err));
+		if (dc_out_path(&s->out, name, host, s->child, s->trace_path,
+				sizeof(s->trace_path), err, sizeof(err))) {
+			fail(err);
+			goto out;
+		}
 	}
-	s->w = dc_writer_open(s->trace_path, o->compress, host, s->child, s->child, err,
-			      sizeof(err));
+	int tfd = dc_out_create(&s->out, s->trace_path, dc_invoker()->uid, dc_invoker()->gid,
+				err, sizeof(err));
+	if (tfd < 0) {
+		fail(err);
+		goto out;
+	}
+	s->w = dc_writer_fdopen(tfd, s->trace_path, o->compress, host, s->child, s->child, err,
+				sizeof(err));
 	if (!s->w) {
 		fail(err);
 		goto out;
@@ -741,7 +854,8 @@ int dc_session_run(const struct dc_opts *o)
 	dc_script_set_stats(s->script, stats_cb, s);
 	dc_script_set_reader(s->script, read_cb, s);
 	write_start(s, name, o->cmd, now_us());
-	dc_writer_flush(s->w); /* a run killed in its first second still leaves a trace */
+	if (dc_writer_flush(s->w)) /* a run killed in its first second still leaves a trace */
+		cut(s, errno);
 
 	/* the loop: ring buffer, signals, the flush timer, the -p process's pidfd */
 	uv_poll_init(&s->loop, &s->rb_poll, dc_consumer_fd(s->cons));
@@ -806,7 +920,11 @@ int dc_session_run(const struct dc_opts *o)
 		do
 			n = read(stfd, &e, sizeof(e));
 		while (n < 0 && errno == EINTR);
-		if (n == sizeof(e)) {
+		if (n == sizeof(e) && e < 0) {
+			snprintf(err, sizeof(err), "cannot run %s as user %s: %s", o->cmd[0],
+				 ra.name, strerror(-e));
+			fail(err);
+		} else if (n == sizeof(e)) {
 			snprintf(err, sizeof(err), "%s: cannot execute: %s", o->cmd[0], strerror(e));
 			fail(err);
 		}
@@ -852,29 +970,40 @@ out:
 	dc_bpf_close(s->bpf); /* detach first: nothing stays attached past this point */
 	if (s->w) {
 		int complete = !s->cut && s->done;
-		uint64_t n = s->cons ? dc_consumer_written(s->cons) : 0;
-		if (dc_writer_close(s->w, complete) < 0 && !s->cut) {
-			s->cut = 1;
-			complete = 0;
-			fprintf(stderr, "datacrumbs: cannot write %s: %s\n", s->trace_path,
-				strerror(errno));
-		}
+		if (dc_writer_finish(s->w, complete) < 0)
+			cut(s, errno);
+		uint64_t on_disk = dc_writer_on_disk(s->w);
+		if (dc_writer_close(s->w, 0) < 0)
+			cut(s, errno);
+		complete = !s->cut && s->done;
+		s->w = NULL;
+		/* the events that reached the file: all the consumer wrote, unless the trace
+		 * was cut; then those in its complete members, less the start record (the
+		 * first event written and flushed, before any traced call: write_start) */
+		uint64_t all = s->cons ? dc_consumer_written(s->cons) : 0;
+		uint64_t n = !s->cut ? all : on_disk ? on_disk - 1 : 0;
 		uint64_t dropped = (s->cons ? dc_consumer_dropped(s->cons) : 0) +
 				   dc_profile_dropped(s->prof);
 		unsigned long errs = dc_script_errors(s->script);
-		char extra[256] = "";
+		char extra[256] = "", unwritten[128] = "";
 		if (dropped || errs)
 			snprintf(extra, sizeof(extra), " (%llu dropped by the script, %lu script "
 				 "errors)", (unsigned long long)dropped, errs);
+		if (s->cut)
+			snprintf(unwritten, sizeof(unwritten), ", %llu not written",
+				 (unsigned long long)(all > n ? all - n : 0));
 		if (stats[DC_STAT_DEEP])
 			fprintf(stderr, "datacrumbs: warning: %llu calls nested deeper than %d on "
 				"one thread were not recorded\n",
 				(unsigned long long)stats[DC_STAT_DEEP], DC_MAX_DEPTH);
 		if (!o->quiet || !complete)
-			fprintf(stderr, "datacrumbs: %llu events written%s, %llu lost, trace %s%s\n",
-				(unsigned long long)n, extra, (unsigned long long)stats[DC_STAT_LOST],
-				s->trace_path, complete ? "" : " (INCOMPLETE: cut short)");
-		if (!complete && rc == 0)
+			fprintf(stderr, "datacrumbs: %llu events written%s%s, %llu lost, trace %s%s\n",
+				(unsigned long long)n, extra, unwritten,
+				(unsigned long long)stats[DC_STAT_LOST], s->trace_path,
+				complete ? "" : " (INCOMPLETE: cut short)");
+		if (s->cut)
+			rc = DC_EXIT_FAIL; /* the trace could not be written: datacrumbs failed */
+		else if (!complete && rc == 0)
 			rc = DC_EXIT_FAIL;
 	}
 	if (s->script) {

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <openssl/evp.h>
 #include <zlib.h>
@@ -61,6 +62,10 @@ struct dc_writer {
 	int in_event; /* an event is being assembled in `ev` */
 	int err;      /* first write error (an errno value), 0 if none; sticky */
 	uint64_t count;
+	uint64_t pending; /* events in buf, not yet output */
+	uint64_t on_disk; /* events in complete members (or plain text) written out */
+	off_t good;       /* file size after the last complete member written out */
+	int finished;     /* the final "]" is written (dc_writer_finish) */
 	char hhash[17];
 	char spare[17]; /* hash returned when a dedup entry cannot be allocated */
 
@@ -443,8 +448,13 @@ static int write_all(int fd, const void *p, size_t n)
  * the middle leaves the file unreadable past that point anyway). */
 static int fail(struct dc_writer *w, int e)
 {
-	if (w->err == 0)
+	if (w->err == 0) {
 		w->err = e ? e : EIO;
+		/* what reached the file ends on the last complete member: a reader never meets
+		 * a cut one (on ENOSPC, truncating frees the room it needs) */
+		if (w->fd >= 0 && ftruncate(w->fd, w->good) == 0)
+			lseek(w->fd, w->good, SEEK_SET);
+	}
 	errno = w->err;
 	return -1;
 }
@@ -491,15 +501,22 @@ werror:
 	return fail(w, rc);
 }
 
-/* Writes p out: a gzip member, or the plain text. */
-static int output(struct dc_writer *w, const char *p, size_t n)
+/* Writes p out (holding `events` events): a gzip member, or the plain text. On success
+ * the events count as on disk and the file's good size moves to its end. */
+static int output(struct dc_writer *w, const char *p, size_t n, uint64_t events)
 {
 	if (w->err)
 		return fail(w, w->err);
-	if (w->compress)
-		return write_member(w, p, n);
-	if (write_all(w->fd, p, n) < 0)
+	if (w->compress) {
+		if (write_member(w, p, n) < 0)
+			return -1;
+	} else if (write_all(w->fd, p, n) < 0) {
 		return fail(w, errno);
+	}
+	off_t end = lseek(w->fd, 0, SEEK_CUR);
+	if (end >= 0)
+		w->good = end;
+	w->on_disk += events;
 	return 0;
 }
 
@@ -509,23 +526,26 @@ static int flush_text(struct dc_writer *w)
 	int rc = 0;
 
 	if (w->len > 0)
-		rc = output(w, w->buf, w->len);
+		rc = output(w, w->buf, w->len, w->pending);
 	w->len = 0;
+	w->pending = 0;
 	return rc;
 }
 
-/* Appends complete lines to the text buffer, flushing it first if they do not fit. */
-static void emit(struct dc_writer *w, const char *p, size_t n)
+/* Appends complete lines (holding `events` events) to the text buffer, flushing it first
+ * if they do not fit. */
+static void emit(struct dc_writer *w, const char *p, size_t n, uint64_t events)
 {
 	if (n > w->cap - w->len) {
 		flush_text(w);
 		if (n > w->cap) {
-			output(w, p, n);
+			output(w, p, n, events);
 			return;
 		}
 	}
 	memcpy(w->buf + w->len, p, n);
 	w->len += n;
+	w->pending += events;
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -557,7 +577,7 @@ static void write_meta(struct dc_writer *w, const char *rec, int pid, int tid,
 	put_str(l, ",\"value\":");
 	put_qstr(l, value, vlen);
 	put_str(l, "}}\n");
-	emit(w, l->p, l->len);
+	emit(w, l->p, l->len, 0);
 }
 
 /* dc_writer_file / dc_writer_string: look s up in t, writing its `rec` record when new. */
@@ -595,12 +615,11 @@ static const char *hashed_string(struct dc_writer *w, struct dc_strtab *t, const
 	return e->hash;
 }
 
-struct dc_writer *dc_writer_open(const char *path, int compress, const char *hostname,
-				 int pid, int tid, char *err, size_t errlen)
+struct dc_writer *dc_writer_fdopen(int fd, const char *path, int compress,
+				   const char *hostname, int pid, int tid, char *err, size_t errlen)
 {
 	struct dc_writer *w;
 	const char *why;
-	int e;
 
 	if (hostname == NULL)
 		hostname = "";
@@ -631,16 +650,10 @@ struct dc_writer *dc_writer_open(const char *path, int compress, const char *hos
 			goto fail_msg;
 		}
 	}
-
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (w->fd < 0) {
-		e = errno;
-		if (err && errlen)
-			snprintf(err, errlen, "cannot create %s: %s", path, strerror(e));
-		dc_writer_close(w, 0);
-		errno = e;
-		return NULL;
-	}
+	w->fd = fd;
+	w->good = lseek(fd, 0, SEEK_CUR);
+	if (w->good < 0)
+		w->good = 0;
 
 	dc_hash(hostname, strlen(hostname), w->hhash);
 	memcpy(w->buf, "[\n", 2);
@@ -651,10 +664,29 @@ struct dc_writer *dc_writer_open(const char *path, int compress, const char *hos
 fail_msg:
 	if (err && errlen)
 		snprintf(err, errlen, "cannot create %s: %s", path, why);
-	if (w != NULL)
+	if (w != NULL) {
+		w->fd = -1;
 		dc_writer_close(w, 0);
+	}
+	close(fd);
 	errno = ENOMEM;
 	return NULL;
+}
+
+struct dc_writer *dc_writer_open(const char *path, int compress, const char *hostname,
+				 int pid, int tid, char *err, size_t errlen)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		int e = errno;
+
+		if (err && errlen)
+			snprintf(err, errlen, "cannot create %s: %s", path, strerror(e));
+		errno = e;
+		return NULL;
+	}
+	return dc_writer_fdopen(fd, path, compress, hostname, pid, tid, err, errlen);
 }
 
 const char *dc_writer_file(struct dc_writer *w, int pid, int tid, const char *path)
@@ -822,21 +854,46 @@ void dc_writer_end(struct dc_writer *w)
 	if (line_reserve(l, 3) < 0)
 		return;
 	put_str(l, "}}\n");
-	emit(w, l->p, l->len);
+	emit(w, l->p, l->len, 1);
 	l->len = 0;
 	w->count++;
 }
 
 int dc_writer_flush(struct dc_writer *w)
 {
+	struct stat st;
+
 	if (flush_text(w) < 0 || w->err)
 		return fail(w, w->err);
+	/* a write to a file whose last name is gone succeeds and lands nowhere: the trace
+	 * was removed (its directory deleted), which is an error like any other */
+	if (fstat(w->fd, &st) == 0 && st.st_nlink == 0)
+		return fail(w, ENOENT);
 	return 0;
 }
 
 uint64_t dc_writer_count(const struct dc_writer *w)
 {
 	return w->count;
+}
+
+int dc_writer_finish(struct dc_writer *w, int complete)
+{
+	if (complete && !w->finished) {
+		emit(w, "]", 1, 0);
+		w->finished = 1;
+	}
+	return dc_writer_flush(w);
+}
+
+uint64_t dc_writer_on_disk(const struct dc_writer *w)
+{
+	return w->on_disk;
+}
+
+int dc_writer_error(const struct dc_writer *w)
+{
+	return w->err;
 }
 
 int dc_writer_close(struct dc_writer *w, int complete)
@@ -847,8 +904,8 @@ int dc_writer_close(struct dc_writer *w, int complete)
 		return 0;
 	/* An event begun but never ended is dropped. */
 	if (w->fd >= 0) {
-		if (complete)
-			emit(w, "]", 1);
+		if (complete && !w->finished)
+			emit(w, "]", 1, 0);
 		flush_text(w);
 		if (close(w->fd) < 0)
 			fail(w, errno);

@@ -14,9 +14,17 @@ struct dc_writer;
 void dc_hash(const void *data, size_t len, char out[17]);
 /* (An OpenSSL limited to FIPS algorithms has no MD5: out is then all zeros.) */
 
-/* Opens `path` for writing (truncates). compress=1 writes gzip members (zlib level 6,
- * windowBits 31), 0 a plain .pfw. Writes "[\n" and the HH record for `hostname` (pid, tid
- * of that record given). Returns NULL and fills err (one line naming path and reason). */
+/* Writes a trace to fd (open for writing, positioned where the trace starts; `path` names
+ * it in messages); the writer owns fd from now on, also on failure. compress=1 writes gzip
+ * members (zlib level 6, windowBits 31), 0 a plain .pfw. Writes "[\n" and the HH record
+ * for `hostname` (pid, tid of that record given). Returns NULL and fills err (one line
+ * naming path and reason). The safe creation of the file is outfile.h's job. */
+struct dc_writer *dc_writer_fdopen(int fd, const char *path, int compress,
+				   const char *hostname, int pid, int tid, char *err,
+				   size_t errlen);
+
+/* dc_writer_fdopen on `path` opened O_CREAT|O_TRUNC|O_NOFOLLOW, mode 0600 (for tests and
+ * tools writing where nobody else can; a run creates its trace with dc_out_create). */
 struct dc_writer *dc_writer_open(const char *path, int compress, const char *hostname,
 				 int pid, int tid, char *err, size_t errlen);
 
@@ -47,11 +55,26 @@ void dc_writer_end(struct dc_writer *w);
 
 /* Ends the current gzip member (a no-op when nothing is buffered) and writes it out,
  * so everything so far survives a kill. Returns 0, or -1 on a write error now or in an
- * earlier automatic flush (errno set); after an error output is discarded. */
+ * earlier automatic flush (errno set; ENOENT when the file has no name left: removed, or
+ * its directory); after an error output is discarded. */
 int dc_writer_flush(struct dc_writer *w);
 
 /* Events written so far (complete + counter events). */
 uint64_t dc_writer_count(const struct dc_writer *w);
+
+/* Of those, the events that reached the file: in complete gzip members (or plain text)
+ * written out. After a write error the file is truncated back to the end of the last
+ * complete member, so exactly these events can be read from it. */
+uint64_t dc_writer_on_disk(const struct dc_writer *w);
+
+/* The first write error (an errno value: ENOSPC, EIO, ENOENT when the file was removed),
+ * or 0. Sticky: after it nothing more is written. */
+int dc_writer_error(const struct dc_writer *w);
+
+/* Ends the trace's text without closing: with complete=1 writes the final "]", then
+ * flushes (dc_writer_flush), so that dc_writer_on_disk is final. Returns 0 or -1 with
+ * errno. dc_writer_close then only closes. */
+int dc_writer_finish(struct dc_writer *w, int complete);
 
 /* Finishes the file: with complete=1 writes the final "]"; with complete=0 leaves the
  * trace open-ended (a cut trace, which check_pfw.py --partial accepts). Flushes, closes,

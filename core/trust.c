@@ -1,0 +1,145 @@
+/* trust.c: the invoking user (real ids, sudo's SUDO_UID/SUDO_GID) and the owner/mode checks
+ * a root run makes before it reads a script, a Lua module or a probe description. */
+#include "trust.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A decimal id from the environment, or -1 when missing or not a number. */
+static long env_id(const char *name)
+{
+	const char *v = getenv(name);
+	char *end;
+	if (!v || !*v)
+		return -1;
+	errno = 0;
+	long n = strtol(v, &end, 10);
+	return errno || *end || n < 0 || n > 0x7fffffffL ? -1 : n;
+}
+
+const struct dc_invoker *dc_invoker(void)
+{
+	static struct dc_invoker iv;
+	static int done;
+	if (done)
+		return &iv;
+	done = 1;
+	iv.uid = getuid();
+	iv.gid = getgid();
+	iv.root = geteuid() == 0;
+	long su = env_id("SUDO_UID"), sg = env_id("SUDO_GID");
+	if (iv.uid == 0 && su >= 0) {
+		iv.sudo = 1;
+		iv.uid = (uid_t)su;
+		if (sg >= 0)
+			iv.gid = (gid_t)sg;
+	}
+	const char *sn = iv.sudo ? getenv("SUDO_USER") : NULL;
+	struct passwd *pw = sn && *sn ? NULL : getpwuid(iv.uid);
+	snprintf(iv.name, sizeof(iv.name), "%s", sn && *sn ? sn : pw ? pw->pw_name : "?");
+	return &iv;
+}
+
+static int owner_ok(const struct stat *st)
+{
+	return st->st_uid == 0 || st->st_uid == dc_invoker()->uid;
+}
+
+/* Checks one directory of a resolved path; strict: no sticky exception. */
+static int check_dir(const char *dir, const char *what, const char *file, int strict,
+		     char *err, size_t errlen)
+{
+	struct stat st;
+	if (stat(dir, &st)) {
+		snprintf(err, errlen, "%s %s: cannot check %s: %s", what, file, dir,
+			 strerror(errno));
+		return -1;
+	}
+	if (!owner_ok(&st)) {
+		snprintf(err, errlen, "%s %s: refused as root: directory %s is owned by uid %u, "
+			 "not by root or %s", what, file, dir, (unsigned)st.st_uid,
+			 dc_invoker()->name);
+		return -1;
+	}
+	if ((st.st_mode & (S_IWGRP | S_IWOTH)) && (strict || !(st.st_mode & S_ISVTX))) {
+		snprintf(err, errlen, "%s %s: refused as root: directory %s is writable by %s "
+			 "(chmod go-w %s)", what, file, dir,
+			 st.st_mode & S_IWOTH ? "others" : "its group", dir);
+		return -1;
+	}
+	return 0;
+}
+
+/* Checks every directory above resolved path p ("/a/b/c": /a/b, /a, /). */
+static int check_parents(const char *p, const char *what, const char *file, char *err,
+			 size_t errlen)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", p);
+	for (;;) {
+		char *s = strrchr(dir, '/');
+		if (!s)
+			return 0;
+		if (s == dir) {
+			return check_dir("/", what, file, 0, err, errlen);
+		}
+		*s = 0;
+		if (check_dir(dir, what, file, 0, err, errlen))
+			return -1;
+	}
+}
+
+int dc_trust_file(const char *path, const char *what, char *real, size_t reallen,
+		  char *err, size_t errlen)
+{
+	char r[PATH_MAX];
+	if (!realpath(path, r)) {
+		snprintf(err, errlen, "%s %s: %s", what, path, strerror(errno));
+		return -1;
+	}
+	if (real)
+		snprintf(real, reallen, "%s", r);
+	if (!dc_invoker()->root)
+		return 0;
+	struct stat st;
+	if (stat(r, &st)) {
+		snprintf(err, errlen, "%s %s: %s", what, path, strerror(errno));
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s %s: not a regular file", what, path);
+		return -1;
+	}
+	if (!owner_ok(&st)) {
+		snprintf(err, errlen, "%s %s: refused as root: owned by uid %u, not by root or %s "
+			 "(another user could have planted it)", what, path, (unsigned)st.st_uid,
+			 dc_invoker()->name);
+		return -1;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(err, errlen, "%s %s: refused as root: writable by %s (chmod go-w %s)",
+			 what, path, st.st_mode & S_IWOTH ? "others" : "its group", path);
+		return -1;
+	}
+	return check_parents(r, what, path, err, errlen);
+}
+
+int dc_trust_search_dir(const char *dir, const char *what, char *err, size_t errlen)
+{
+	char r[PATH_MAX];
+	if (!dc_invoker()->root)
+		return 0;
+	if (!realpath(dir, r))
+		return 0; /* missing: nothing can be found there */
+	char label[PATH_MAX + 32];
+	snprintf(label, sizeof(label), "directory %s", dir);
+	if (check_dir(r, what, label, 1, err, errlen))
+		return -1;
+	return check_parents(r, what, label, err, errlen);
+}

@@ -1,0 +1,39 @@
+/* trust.h: who datacrumbs runs for (the invoking user, also under sudo) and which files a
+ * root run may read code from (owner and mode checks, as ssh's StrictModes). */
+#ifndef DC_TRUST_H
+#define DC_TRUST_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* The user on whose behalf this run works. */
+struct dc_invoker {
+	uid_t uid;          /* SUDO_UID under sudo, else the real uid */
+	gid_t gid;          /* SUDO_GID under sudo, else the real gid */
+	int root;           /* effective uid 0: files with code must pass dc_trust_* */
+	int sudo;           /* real uid 0 and SUDO_UID set: started through sudo(8) */
+	char name[64];      /* SUDO_USER under sudo, else the passwd name of uid ("?") */
+};
+
+/* The invoking user, computed once: under sudo (real uid 0 and a numeric SUDO_UID in the
+ * environment, sudo(8) "ENVIRONMENT") the sudo caller, else the real uid and gid. Never
+ * fails; the pointer is static. */
+const struct dc_invoker *dc_invoker(void);
+
+/* As root (dc_invoker()->root), checks that code may be read from file `path`: the file
+ * and every directory above it (after resolving symlinks) are owned by root or the
+ * invoking user; the file is a regular file not writable by group or others; a directory
+ * is not writable by group or others unless it has the sticky bit (as /tmp: nobody can
+ * replace another's entry there). `what` names the file in messages ("script").
+ * Not root: only resolves. On success, 0 with the resolved path in real (reallen bytes,
+ * may be NULL); else -1 and one line in err naming the file and the reason. */
+int dc_trust_file(const char *path, const char *what, char *real, size_t reallen,
+		  char *err, size_t errlen);
+
+/* As root, checks a directory that names are looked up in (a search path entry): owned by
+ * root or the invoking user, not writable by group or others, sticky or not (anyone could
+ * plant a new name in it), and its parents as in dc_trust_file. A missing directory
+ * passes (nothing can be found there). Not root: 0. Returns 0, or -1 with err. */
+int dc_trust_search_dir(const char *dir, const char *what, char *err, size_t errlen);
+
+#endif
