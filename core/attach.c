@@ -128,7 +128,9 @@ int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
 		struct dc_probe *p = &b->probes[i];
 		if (p->offset != offset || strcmp(p->library, library))
 			continue;
-		if (p->hidden && !hidden) { /* asked for after all: it names the events */
+		if ((p->hidden && !hidden) || (p->func->noret && !func->noret && !hidden)) {
+			/* asked for after all: it names the events; or an alias whose return
+			 * is safe to probe (an exported name of a local label's address) */
 			p->hidden = 0;
 			p->func = func;
 			p->layer = layer;

@@ -220,6 +220,31 @@ static int resolve_custom(const struct dc_probe_req *r, const char *binary,
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
+		/* a glob over a library with debug symbols also matches its local symbols:
+		 * internal labels (glibc's __GI_ aliases, its assembly routines' inner entry
+		 * points) that are no function entry. Probing them all broke the untraced
+		 * processes of this machine (`functions = "*"` on glibc: printf padding of
+		 * NULs, format strings printed raw), while the global symbols alone did not:
+		 * they are skipped unless the script names one exactly. */
+		int nlocal = 0, j = 0;
+		const char *firstlocal = NULL;
+		for (int i = 0; i < l->nfuncs; i++) {
+			int named = 0;
+			for (int g = 0; g < l->nglobs; g++)
+				named |= !strcmp(l->globs[g], l->funcs[i].name);
+			if (!named && dc_elf_sym_local(syms, l->funcs[i].name)) {
+				if (!nlocal++)
+					firstlocal = l->funcs[i].name;
+				continue;
+			}
+			l->funcs[j++] = l->funcs[i];
+		}
+		l->nfuncs = j;
+		if (nlocal)
+			fprintf(stderr, "datacrumbs: warning: %s: %d local symbol%s of %s matched "
+				"(%s%s), skipped: internal labels, not function entries (name one "
+				"exactly to probe it)\n", l->path, nlocal, nlocal > 1 ? "s" : "",
+				file, firstlocal, nlocal > 1 ? ", ..." : "");
 		/* functions whose return is unsafe to probe get entry-only probes, unless the
 		 * script names them exactly (not through a glob): then it asked for it */
 		int nnoret = 0;
