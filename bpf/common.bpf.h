@@ -399,34 +399,37 @@ static __always_inline void note_handle(const struct dc_pinfo *pi, __u32 tgid,
 
 /* A probed call starts on the current thread: push a frame with its attach cookie,
  * id, argument registers and (for iovec calls) the bytes asked. Untraced processes
- * return at once. */
-static __always_inline void call_enter(__u64 cookie, __u64 a0, __u64 a1, __u64 a2,
+ * return at once. Returns 1 when the call's return must be seen (a frame was pushed, or
+ * the too-deep counter was raised and must come down again), 0 when not (untraced
+ * process, no room for the thread's stack): a session uprobe then asks the kernel for
+ * no return probe (bpf/datacrumbs.h, "Session uprobes"). */
+static __always_inline int call_enter(__u64 cookie, __u64 a0, __u64 a1, __u64 a2,
 				       __u64 a3, __u64 a4, __u64 a5)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	struct dc_proc *p = bpf_map_lookup_elem(&traced, &tgid);
 	if (!p)
-		return;
+		return 0;
 
 	struct dc_stack *st = bpf_map_lookup_elem(&stacks, &tid);
 	if (!st) {
 		__u32 zero = 0;
 		struct dc_stack *z = bpf_map_lookup_elem(&zero_stack, &zero);
 		if (!z)
-			return;
+			return 0;
 		bpf_map_update_elem(&stacks, &tid, z, BPF_NOEXIST);
 		st = bpf_map_lookup_elem(&stacks, &tid);
 		if (!st) { /* more threads in probed calls than `stacks` holds: a lost call */
 			count_stat(DC_STAT_LOST);
-			return;
+			return 0;
 		}
 	}
 	__u32 d = st->depth;
 	if (d >= DC_MAX_DEPTH) {
 		count_stat(DC_STAT_DEEP);
 		st->depth = d + 1; /* keep counting so the returns pair up again */
-		return;
+		return 1;
 	}
 	struct dc_frame *f = &st->f[d & (DC_MAX_DEPTH - 1)];
 	f->cookie = cookie;
@@ -447,6 +450,7 @@ static __always_inline void call_enter(__u64 cookie, __u64 a0, __u64 a1, __u64 a
 		f->aux_ok = 0;
 	st->depth = d + 1;
 	f->ts = bpf_ktime_get_ns();
+	return 1;
 }
 
 /* Fills the common part of a call record from its frame. */
@@ -655,6 +659,21 @@ static __always_inline int current_place(__u32 tgid, __u32 tid, __u64 *id, __u64
 		}
 	}
 	return 0;
+}
+
+/* An entry-only probe (cookie bit DC_COOKIE_NORET) was hit: one record now, dur 0, no
+ * return value, nested in the thread's innermost open call; no frame is pushed, since
+ * no return will pop it. Untraced processes return at once. */
+static __always_inline void call_instant(__u64 cookie, __u64 a0, __u64 a1, __u64 a2,
+					 __u64 a3, __u64 a4, __u64 a5)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), id, parent;
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid, level;
+	if (current_place(tgid, tid, &id, &parent, &level))
+		return;
+	__u64 args[DC_MAX_ARGS] = { a0, a1, a2, a3, a4, a5 };
+	emit_record(cookie, tgid, tid, id, parent, level, bpf_ktime_get_ns(), 0, args,
+		    DC_F_ENTRY);
 }
 
 /* An instant event (dur 0) of the current thread, nested in its innermost probed call. */

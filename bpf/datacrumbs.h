@@ -26,6 +26,10 @@ enum dc_kind {
  *   bits 24..27  1 + index of the argument that is the iovec count
  *   bit  28      always set, so that no cookie is 0
  *   bit  29      the call returns a new fd (open effect): its inode is read at return
+ *   bit  30      entry-only probe (DC_COOKIE_NORET): the function is not safe to see
+ *                return (setjmp/longjmp family, noreturn exits, _start, __restore_rt: its
+ *                return address is not a plain return), so no return probe exists for it;
+ *                its entry sends one record at once, dur 0, flag DC_F_ENTRY, no ret
  *   bits 32..35  aux source: 1 + index of the argument the aux value is read through,
  *                DC_AUX_RET: through the return value (a returned pointer); 0: none
  *   bit  36      the aux value is 8 bytes (else a 4-byte C int, sign-extended)
@@ -46,6 +50,7 @@ enum dc_kind {
 	 DC_COOKIE_SET)
 #define DC_COOKIE_SET (1ULL << 28) /* never 0: maps of cookies use 0 for "not traced" */
 #define DC_COOKIE_OPENS (1ULL << 29)
+#define DC_COOKIE_NORET (1ULL << 30)
 #define DC_COOKIE_PROBE(c)  ((unsigned int)((c) & 0xffff))
 #define DC_COOKIE_PATH(c)   ((unsigned int)(((c) >> 16) & 0xf))
 #define DC_COOKIE_IOV(c)    ((unsigned int)(((c) >> 20) & 0xf))
@@ -66,6 +71,23 @@ enum dc_kind {
 #define DC_COOKIE_DEREF_OFF(c) ((unsigned int)(((c) >> 48) & 0xff))
 #define DC_COOKIE_STR_ARG(c)   ((unsigned int)(((c) >> 56) & 0xf))
 #define DC_COOKIE_DEREF_ARG(c) ((unsigned int)(((c) >> 60) & 0xf))
+
+/* Session uprobes (Linux 6.13+, attach type BPF_TRACE_UPROBE_SESSION, the value is in
+ * core/dc_features.h): every user-space probe is one program, dc_session, on one
+ * uprobe_multi link per library, run at a call's entry and, only when the entry asked
+ * for it, at its return (bpf_session_is_return() tells which; kernel
+ * Documentation/bpf/ and kernel/trace/bpf_trace.c uprobe_multi_link_handler):
+ *   entry returns 0   the call's return is wanted: the kernel hijacks this call's
+ *                     return address, in this process only, and runs dc_session again
+ *                     when it returns (a frame was pushed, or the too-deep counter rose)
+ *   entry returns 1   no return: untraced processes, entry-only probes (cookie bit 30),
+ *                     a thread whose stack found no room; nothing is left in the process
+ *                     but the entry breakpoint (an int3 that the kernel steps over)
+ *   return run        its return value is ignored (0)
+ * The per-call session cookie (bpf_session_cookie()) is not used: the thread's stack in
+ * the `stacks` map pairs entry and return, as with the uprobe/uretprobe pair, which is
+ * used only where the kernel has no session uprobes (`datacrumbs features` says which,
+ * and the risk: a uretprobe is installed in every process calling the function). */
 
 /* One ring buffer record. Calls with a path argument are followed in the same record by
  * path_len bytes of the string (NUL included): the record is then a struct dc_path_event
@@ -98,6 +120,8 @@ struct dc_event {
 #define DC_F_ASYNC      2   /* a block request that completed after the call that issued
 			       it returned (readahead, writeback): not nested in it */
 #define DC_F_AUX        4   /* aux holds a value read (the read did not fault) */
+#define DC_F_ENTRY      8   /* an entry-only probe's record (DC_COOKIE_NORET): dur 0, ret
+			       meaningless (written without ret, with "entry_only": 1) */
 
 struct dc_path_event {
 	struct dc_event e;

@@ -1,5 +1,6 @@
-/* uprobe.bpf.c: the generic uprobe/uretprobe pair behind every user-space layer (POSIX,
- * STDIO, MPI-IO) and the sched tracepoints that tell which processes are traced. */
+/* uprobe.bpf.c: the generic session uprobe (or, on kernels without, uprobe/uretprobe pair)
+ * behind every user-space layer (POSIX, STDIO, MPI-IO, dc.uprobe) and the sched
+ * tracepoints that tell which processes are traced. */
 #include "common.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -13,7 +14,13 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 SEC("uprobe")
 int dc_entry(struct pt_regs *ctx)
 {
-	call_enter(bpf_get_attach_cookie(ctx), PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx),
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	if (cookie & DC_COOKIE_NORET) { /* entry-only probe: no uretprobe is attached */
+		call_instant(cookie, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
+			     PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), PT_REGS_PARM6(ctx));
+		return 0;
+	}
+	call_enter(cookie, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx),
 		   PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx),
 		   PT_REGS_PARM6(ctx));
 	return 0;
@@ -24,6 +31,33 @@ int dc_return(struct pt_regs *ctx)
 {
 	call_return(bpf_get_attach_cookie(ctx), PT_REGS_RC(ctx));
 	return 0;
+}
+
+/* Session uprobe kfuncs (kernel/trace/bpf_trace.c, Linux 6.13: "bpf: Add support for
+ * uprobe multi session attach"); weak, so that the object still loads where they are
+ * missing and dc_session is not loaded (the loader falls back to the pair above). */
+extern bool bpf_session_is_return(void) __ksym __weak;
+
+/* One program for both ends of a call, attached through a uprobe_multi link of attach
+ * type BPF_TRACE_UPROBE_SESSION (the loader sets it: libbpf 1.1 has no "uprobe.session").
+ * At entry it returns 0 when the call's return must be seen, 1 when not (the process is
+ * not traced): the kernel then hijacks no return address, so untraced processes run with
+ * nothing but the entry breakpoint (bpf/datacrumbs.h, "Session uprobes"). */
+SEC("uprobe")
+int dc_session(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	if (bpf_session_is_return()) {
+		call_return(cookie, PT_REGS_RC(ctx));
+		return 0;
+	}
+	if (cookie & DC_COOKIE_NORET) {
+		call_instant(cookie, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
+			     PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), PT_REGS_PARM6(ctx));
+		return 1;
+	}
+	return call_enter(cookie, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
+			  PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), PT_REGS_PARM6(ctx)) ? 0 : 1;
 }
 
 /* Sends a process record (fork, exec, exit); path is the exec'd file name or NULL. The

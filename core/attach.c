@@ -1,5 +1,6 @@
-/* attach.c: loads bpf/uprobe.bpf.c (skeleton), attaches uprobes/uretprobes by file
- * offset with attach cookies, tracks traced tgids, and tears everything down. */
+/* attach.c: loads bpf/uprobe.bpf.c (skeleton), attaches session uprobes (or, on kernels
+ * without, uprobe/uretprobe pairs) by file offset with attach cookies, skipping the
+ * offsets the kernel refuses, tracks traced tgids, and tears everything down. */
 #include "attach.h"
 #include "mpi.h"
 
@@ -30,7 +31,8 @@ struct dc_bpf {
 	struct bpf_link **links;   /* fallback: 2 per probe (entry, return) */
 	unsigned nprobes, cap, nattached;
 	int ncpus;
-	int multi;                 /* 1: uprobe_multi links, 0: one perf_event link per probe */
+	int session;               /* 1: session uprobes (dc_session on uprobe_multi links) */
+	int multi;                 /* no session: 1 uprobe_multi links, 0 perf_event links */
 	int *mlinks;               /* uprobe_multi link fds */
 	unsigned nmlinks;
 };
@@ -67,7 +69,21 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, uint64_t profile_ns, uint64_t p
 		free(b);
 		return NULL;
 	}
-	b->multi = dc_feature_uprobe_multi(NULL, 0);
+	char why[320];
+	b->session = dc_feature_uprobe_session(why, sizeof(why));
+	if (b->session) {
+		bpf_program__set_expected_attach_type(b->skel->progs.dc_session,
+						      DC_BPF_TRACE_UPROBE_SESSION);
+		bpf_program__set_autoload(b->skel->progs.dc_entry, false);
+		bpf_program__set_autoload(b->skel->progs.dc_return, false);
+	} else {
+		bpf_program__set_autoload(b->skel->progs.dc_session, false);
+		fprintf(stderr, "datacrumbs: warning: no session uprobes (%s): return probes are "
+			"uretprobes, which rewrite the return address of every call of a probed "
+			"function in EVERY process on the node, traced or not (longjmp, C++ "
+			"exceptions, Go can then crash there: SIGILL)\n", why);
+	}
+	b->multi = !b->session && dc_feature_uprobe_multi(NULL, 0);
 	if (b->multi) {
 		bpf_program__set_expected_attach_type(b->skel->progs.dc_entry,
 						      DC_BPF_TRACE_UPROBE_MULTI);
@@ -113,7 +129,9 @@ int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
 		struct dc_probe *p = &b->probes[i];
 		if (p->offset != offset || strcmp(p->library, library))
 			continue;
-		if (p->hidden && !hidden) { /* asked for after all: it names the events */
+		if ((p->hidden && !hidden) || (p->func->noret && !func->noret && !hidden)) {
+			/* asked for after all: it names the events; or an alias whose return
+			 * is safe to probe (an exported name of a local label's address) */
 			p->hidden = 0;
 			p->func = func;
 			p->layer = layer;
@@ -199,50 +217,170 @@ static uint64_t cookie_of(const struct dc_probe *p, unsigned idx)
 	if (p->func->effect == DC_FX_FOPEN) /* the fd inside the FILE * it returns */
 		more = (more & ~DC_COOKIE_AUX(0xf, 1, 1, 0xff)) |
 		       DC_COOKIE_AUX(DC_AUX_RET, 0, 0, offsetof(FILE, _fileno)) | DC_COOKIE_FILE;
+	if (p->func->noret)
+		more |= DC_COOKIE_NORET;
 	return DC_COOKIE(idx, path, iov, iovcnt) | more |
 	       (p->func->effect == DC_FX_OPEN || p->func->effect == DC_FX_FOPEN ?
 		DC_COOKIE_OPENS : 0);
 }
 
-/* Attaches probes [from, to) that live in one library with two uprobe_multi links.
- * Returns the number of functions attached (0 on failure, reported on stderr). */
-static unsigned attach_multi(struct dc_bpf *b, unsigned from, unsigned to)
+/* The functions of one library the kernel refused, for one warning: the first few
+ * names, how many, and why (the errno of the first). */
+struct skips {
+	const char *names[5];
+	unsigned n;
+	int err;
+};
+
+static void skip_add(struct skips *sk, const char *name, int err)
 {
-	unsigned n = 0, cnt = to - from;
-	__u64 *offs = calloc(cnt, sizeof(__u64)), *cookies = calloc(cnt, sizeof(__u64));
-	int *ml = realloc(b->mlinks, (b->nmlinks + 2) * sizeof(int));
+	if (sk->n < 5)
+		sk->names[sk->n] = name;
+	if (!sk->n)
+		sk->err = err;
+	sk->n++;
+}
+
+/* Prints the one warning for the functions of lib that could not be probed. */
+static void skip_report(const struct skips *sk, const char *lib, unsigned of)
+{
+	if (!sk->n)
+		return;
+	char names[400];
+	size_t k = 0;
+	for (unsigned i = 0; i < sk->n && i < 5 && k < sizeof(names); i++)
+		k += snprintf(names + k, sizeof(names) - k, "%s%s", i ? ", " : "", sk->names[i]);
+	const char *why = sk->err == 524 ?
+		"ENOTSUPP (524): uprobes cannot step over their first instruction, e.g. a lock "
+		"prefix or some AVX2/AVX-512 encodings (arch/x86/kernel/uprobes.c)" :
+		sk->err == EINVAL ? "EINVAL: offset refused (not an instruction start?)" :
+		strerror(sk->err);
+	fprintf(stderr, "datacrumbs: warning: %s: %u of %u functions cannot be probed and are "
+		"skipped (%s): %s%s\n", lib, sk->n, of, why, names, sk->n > 5 ? ", ..." : "");
+}
+
+/* Errors of a uprobe_multi link that one bad offset among good ones can cause: the group
+ * is split to find it. Others (EPERM, ENOENT, ENOMEM, EBADF) refuse every offset. */
+static int per_offset_error(int e)
+{
+	return e == 524 || e == EINVAL || e == EOPNOTSUPP || e == EFAULT || e == EEXIST ||
+	       e == EBUSY || e == E2BIG;
+}
+
+enum { LK_SESSION, LK_ENTRY, LK_RETURN };
+
+/* Links the probes idx[0..n) of library lib with one link of kind (session, uprobe_multi
+ * entries or returns); when the kernel refuses the link for an error one offset can
+ * cause, splits the set in halves until each refused offset is alone: those are added to
+ * sk and, in ok[] (indexed by position in the whole group, base), marked 0. Returns the
+ * number of probes linked. */
+static unsigned link_split(struct dc_bpf *b, int kind, const char *lib, const unsigned *idx,
+			   unsigned n, unsigned char *ok, struct skips *sk)
+{
+	if (!n)
+		return 0;
+	__u64 *offs = calloc(n, sizeof(__u64)), *cookies = calloc(n, sizeof(__u64));
+	int *ml = realloc(b->mlinks, (b->nmlinks + 1) * sizeof(int));
 	if (ml)
 		b->mlinks = ml;
 	if (!offs || !cookies || !ml) {
-		fprintf(stderr, "datacrumbs: warning: out of memory attaching to %s\n",
-			b->probes[from].library);
-		goto out;
+		free(offs);
+		free(cookies);
+		for (unsigned i = 0; i < n; i++) {
+			skip_add(sk, b->probes[idx[i]].func->name, ENOMEM);
+			ok[i] = 0;
+		}
+		return 0;
 	}
-	for (unsigned i = from; i < to; i++) {
-		offs[i - from] = b->probes[i].offset;
-		cookies[i - from] = cookie_of(&b->probes[i], i);
+	for (unsigned i = 0; i < n; i++) {
+		offs[i] = b->probes[idx[i]].offset;
+		cookies[i] = cookie_of(&b->probes[idx[i]], idx[i]);
 	}
-	const char *lib = b->probes[from].library;
-	/* returns first: a call that starts between the two attaches then only shows a return
-	 * without entry (counted unpaired), never an entry whose return is missed, which
-	 * would stay on the thread's stack (a running process, -p) */
-	int out = dc_link_uprobe_multi(bpf_program__fd(b->skel->progs.dc_return), lib, offs,
-				       cookies, cnt, 1, 0);
-	int in = out < 0 ? -1 : dc_link_uprobe_multi(bpf_program__fd(b->skel->progs.dc_entry),
-						    lib, offs, cookies, cnt, 0, 0);
-	if (in < 0 || out < 0) {
-		fprintf(stderr, "datacrumbs: warning: cannot attach %u uprobes in %s: %s\n", cnt,
-			lib, strerror(errno));
-		if (out >= 0)
-			close(out);
-		goto out;
-	}
-	b->mlinks[b->nmlinks++] = in;
-	b->mlinks[b->nmlinks++] = out;
-	n = cnt;
-out:
+	int fd = kind == LK_SESSION ?
+		 dc_link_uprobe_session(bpf_program__fd(b->skel->progs.dc_session), lib, offs,
+					cookies, n, 0) :
+		 dc_link_uprobe_multi(bpf_program__fd(kind == LK_RETURN ? b->skel->progs.dc_return
+							: b->skel->progs.dc_entry),
+				      lib, offs, cookies, n, kind == LK_RETURN, 0);
+	int e = errno;
 	free(offs);
 	free(cookies);
+	if (fd >= 0) {
+		b->mlinks[b->nmlinks++] = fd;
+		return n;
+	}
+	if (n == 1 || !per_offset_error(e)) {
+		for (unsigned i = 0; i < n; i++) {
+			skip_add(sk, b->probes[idx[i]].func->name, e);
+			ok[i] = 0;
+		}
+		return 0;
+	}
+	unsigned h = n / 2;
+	return link_split(b, kind, lib, idx, h, ok, sk) +
+	       link_split(b, kind, lib, idx + h, n - h, ok + h, sk);
+}
+
+/* Probes per link: a refused offset costs re-trying its group only. */
+#define DC_LINK_GROUP 64
+
+/* Links probes idx[0..n) in groups of DC_LINK_GROUP with link_split. */
+static unsigned link_groups(struct dc_bpf *b, int kind, const char *lib, const unsigned *idx,
+			    unsigned n, unsigned char *ok, struct skips *sk)
+{
+	unsigned done = 0;
+	for (unsigned i = 0; i < n; i += DC_LINK_GROUP)
+		done += link_split(b, kind, lib, idx + i, n - i < DC_LINK_GROUP ? n - i :
+				   DC_LINK_GROUP, ok + i, sk);
+	return done;
+}
+
+/* Attaches probes [from, to), all in one library, with uprobe_multi links: session links,
+ * or (no session uprobes) return links then entry links (returns first: a call that
+ * starts between the two attaches then only shows a return without entry, counted
+ * unpaired, never an entry whose return is missed, which would stay on the thread's
+ * stack with -p). Entry-only probes get no return link. Offsets the kernel refuses are
+ * skipped with one warning. Returns the number of functions attached. */
+static unsigned attach_multi(struct dc_bpf *b, unsigned from, unsigned to)
+{
+	unsigned cnt = to - from, n = 0;
+	const char *lib = b->probes[from].library;
+	unsigned *idx = calloc(cnt, sizeof(*idx));
+	unsigned char *ok = calloc(cnt, 1), *rok = calloc(cnt, 1);
+	struct skips sk = { .n = 0 };
+	if (!idx || !ok || !rok) {
+		fprintf(stderr, "datacrumbs: warning: out of memory attaching to %s\n", lib);
+		goto out;
+	}
+	for (unsigned i = 0; i < cnt; i++) {
+		idx[i] = from + i;
+		ok[i] = 1;
+	}
+	if (b->session) {
+		n = link_groups(b, LK_SESSION, lib, idx, cnt, ok, &sk);
+	} else {
+		/* the returns of the probes that have one, then the entries of those linked */
+		unsigned m = 0;
+		for (unsigned i = 0; i < cnt; i++)
+			if (!b->probes[from + i].func->noret)
+				idx[m++] = from + i;
+		memset(rok, 1, cnt);
+		link_groups(b, LK_RETURN, lib, idx, m, rok, &sk);
+		unsigned k = 0;
+		for (unsigned i = 0, j = 0; i < cnt; i++) {
+			int has_ret = !b->probes[from + i].func->noret;
+			int linked = !has_ret || rok[j];
+			j += has_ret;
+			if (linked)
+				idx[k++] = from + i;
+		}
+		n = link_groups(b, LK_ENTRY, lib, idx, k, ok, &sk);
+	}
+	skip_report(&sk, lib, cnt);
+out:
+	free(idx);
+	free(ok);
+	free(rok);
 	return n;
 }
 
@@ -580,7 +718,7 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 			return -1;
 		ok += ntp;
 	}
-	if (b->multi) {
+	if (b->session || b->multi) {
 		/* probes of one library are added together: attach each run at once */
 		unsigned i = b->nattached;
 		while (i < b->nprobes) {
@@ -602,31 +740,44 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 		}
 		return ok;
 	}
+	struct skips sk = { .n = 0 };
+	unsigned of = 0;
+	const char *lastlib = NULL;
 	for (unsigned i = b->nattached; i < b->nprobes; i++) {
 		struct dc_probe *p = &b->probes[i];
 		if (p->layer->mechanism != DC_MECH_UPROBE)
 			continue;
+		if (lastlib && strcmp(p->library, lastlib)) {
+			skip_report(&sk, lastlib, of);
+			memset(&sk, 0, sizeof(sk));
+			of = 0;
+		}
+		lastlib = p->library;
+		of++;
 		LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie_of(p, i));
 		o.retprobe = true; /* the return first, as in attach_multi */
-		b->links[2 * i + 1] = bpf_program__attach_uprobe_opts(b->skel->progs.dc_return, -1,
-								       p->library, p->offset, &o);
-		if (!b->links[2 * i + 1]) {
-			fprintf(stderr, "datacrumbs: warning: cannot attach a uretprobe to %s in %s: %s\n",
-				p->func->name, p->library, strerror(errno));
-			continue;
+		if (!p->func->noret) {
+			b->links[2 * i + 1] = bpf_program__attach_uprobe_opts(b->skel->progs.dc_return,
+									       -1, p->library,
+									       p->offset, &o);
+			if (!b->links[2 * i + 1]) {
+				skip_add(&sk, p->func->name, errno);
+				continue;
+			}
 		}
 		o.retprobe = false;
 		b->links[2 * i] = bpf_program__attach_uprobe_opts(b->skel->progs.dc_entry, -1,
 								   p->library, p->offset, &o);
 		if (!b->links[2 * i]) {
-			fprintf(stderr, "datacrumbs: warning: cannot attach a uprobe to %s in %s: %s\n",
-				p->func->name, p->library, strerror(errno));
+			skip_add(&sk, p->func->name, errno);
 			bpf_link__destroy(b->links[2 * i + 1]);
 			b->links[2 * i + 1] = NULL;
 			continue;
 		}
 		ok++;
 	}
+	if (lastlib)
+		skip_report(&sk, lastlib, of);
 	b->nattached = b->nprobes;
 	if (!ok && b->nprobes) {
 		snprintf(err, errlen, "no probe could be attached (see the warnings above)");

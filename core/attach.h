@@ -52,9 +52,14 @@ int dc_bpf_tracepoint(const char *name);
  * to give dc_bpf_add_probe (library "[fentry]" or "[kprobe]"); -1 when it has none. */
 int dc_bpf_kfunc(const char *name);
 
-/* Attaches a uprobe and a uretprobe for every probe added and not yet attached.
- * A probe that fails to attach is reported on stderr and skipped. Returns the number of
- * functions attached, or -1 with err when none could be. */
+/* Attaches every probe added and not yet attached: session uprobes where the kernel has
+ * them (Linux 6.13+, checked at dc_bpf_open: no return probe in untraced processes), else
+ * a uprobe and a uretprobe each (entry only for func->noret). Functions the kernel refuses
+ * (ENOTSUPP 524 for instructions uprobes cannot step over, EINVAL) are skipped with one
+ * warning per library on stderr naming the first five, the count and the reason; with
+ * uprobe_multi links the refused offsets are found exactly by splitting the links' groups
+ * of 64 offsets. Returns the number of functions attached, or -1 with err when none
+ * could be. */
 int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen);
 
 /* The probe table, indexed by DC_COOKIE_PROBE of an event. */

@@ -407,6 +407,9 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		/* a kernel event, not a call: no return value */
 		if (e->flags & DC_F_ASYNC)
 			dc_rec_int(r, "async", 1);
+	} else if (e->flags & DC_F_ENTRY) {
+		/* an entry-only probe (its return is not safe to probe): no ret, dur 0 */
+		dc_rec_int(r, "entry_only", 1);
 	} else if ((e->flags & DC_F_UNFINISHED) ||
 		   (pr->layer->mechanism != DC_MECH_UPROBE && ret <= -512 && ret >= -516)) {
 		/* the thread exited inside the call, or (ERESTARTSYS..ERESTART_RESTARTBLOCK,
@@ -440,7 +443,7 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		const char *k = dc_rec_keep(r, r->path, strlen(r->path));
 		r->path = k;
 	}
-	int finished = !(e->flags & DC_F_UNFINISHED) &&
+	int finished = !(e->flags & (DC_F_UNFINISHED | DC_F_ENTRY)) &&
 		       !(pr->layer->mechanism != DC_MECH_UPROBE && ret <= -512 && ret >= -516);
 	if (f->effect != DC_FX_NONE && finished && call_ok(f, ret))
 		apply_effect(c, pf, f, e, ret, r->path, &d);

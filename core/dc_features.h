@@ -12,6 +12,13 @@
  * bpf_attach_type, union bpf_attr.link_create.uprobe_multi). */
 #define DC_BPF_TRACE_UPROBE_MULTI 48
 #define DC_BPF_F_UPROBE_MULTI_RETURN 1U
+/* Session uprobes (kernel >= 6.13, commit "bpf: Add support for uprobe multi session
+ * attach"): a uprobe_multi link of this attach type runs one program at entry and, when
+ * the entry run returned 0, at return. The value is enum bpf_attach_type's
+ * BPF_TRACE_UPROBE_SESSION in the kernel's include/uapi/linux/bpf.h (checked against this
+ * kernel's BTF: `bpftool btf dump file /sys/kernel/btf/vmlinux | grep UPROBE_SESSION`);
+ * Debian 12's 6.1 uapi headers and libbpf 1.1 predate it. The only place it is spelt. */
+#define DC_BPF_TRACE_UPROBE_SESSION 57
 
 struct dc_link_create_uprobe_multi {
 	__u32 prog_fd;
@@ -33,6 +40,7 @@ enum dc_feature_id {
 	DC_FEAT_UPROBE,         /* perf_event uprobe + uretprobe, linked with BPF_PERF_EVENT */
 	DC_FEAT_ATTACH_COOKIE,  /* bpf_get_attach_cookie() in a uprobe program */
 	DC_FEAT_UPROBE_MULTI,   /* BPF_LINK_CREATE with BPF_TRACE_UPROBE_MULTI */
+	DC_FEAT_UPROBE_SESSION, /* BPF_LINK_CREATE with BPF_TRACE_UPROBE_SESSION, kfuncs */
 	DC_FEAT_TRACEPOINT,     /* perf_event tracepoint syscalls:sys_enter_openat */
 	DC_FEAT_RAW_TRACEPOINT, /* BPF_RAW_TRACEPOINT_OPEN of sys_enter */
 	DC_FEAT_TP_BTF,         /* tracing program, BPF_TRACE_RAW_TP, sched_process_exit */
@@ -91,6 +99,23 @@ void dc_features_check(struct dc_features *f);
  * Returns the link fd, or -1 with errno (EINVAL: the kernel has no uprobe_multi, < 6.6). */
 int dc_link_uprobe_multi(int prog_fd, const char *path, const __u64 *offsets,
 			 const __u64 *cookies, unsigned cnt, int ret, int pid);
+
+/* Creates a session uprobe link: a uprobe_multi link (as dc_link_uprobe_multi) of attach
+ * type DC_BPF_TRACE_UPROBE_SESSION, no return flag. prog_fd must be a
+ * BPF_PROG_TYPE_KPROBE program loaded with that expected_attach_type. Returns the link fd,
+ * or -1 with errno: EINVAL (kernel < 6.13, or an offset the kernel refuses), ENOENT (no
+ * such path), and the uprobe errnos (ENOTSUPP 524: an instruction uprobes cannot step
+ * over, such as a lock prefix; kernel/events/uprobes.c, arch/x86/kernel/uprobes.c). */
+int dc_link_uprobe_session(int prog_fd, const char *path, const __u64 *offsets,
+			   const __u64 *cookies, unsigned cnt, int pid);
+
+/* Does this kernel have session uprobes? Tries the real thing: two programs of that
+ * attach type linked on getpid of this process's libc, this process only, one asking for
+ * the return (entry returns 0), one not (returns 1); getpid is called once: the first must
+ * have run twice, the second once; and the kfuncs bpf_session_is_return and
+ * bpf_session_cookie must be in the kernel's BTF. Returns 1 yes, 0 no (why in reason,
+ * when not NULL). The environment variable DATACRUMBS_NO_UPROBE_SESSION forces 0. */
+int dc_feature_uprobe_session(char *reason, size_t reasonlen);
 
 /* Does this kernel attach uprobe_multi links? Tries the real thing: a program of that
  * attach type linked on getpid of the libc this process has mapped, limited to this

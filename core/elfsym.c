@@ -1039,6 +1039,12 @@ uint64_t dc_elf_sym_offset(const struct dc_elf_syms *s, const char *name)
 	return y->offset;
 }
 
+int dc_elf_sym_local(const struct dc_elf_syms *s, const char *name)
+{
+	const struct sym *y = s && name ? sym_find(s, name) : NULL;
+	return y && y->rank == RANK_LOCAL;
+}
+
 int dc_elf_sym_glob(const struct dc_elf_syms *s, const char *glob,
 		    int (*fn)(const char *name, uint64_t offset, void *arg), void *arg)
 {

@@ -33,6 +33,13 @@ struct dc_elf_syms *dc_elf_syms_open(const char *path, char *err, size_t errlen)
  * mapped through the PT_LOAD segment that holds it), or 0 when the symbol is not there. */
 uint64_t dc_elf_sym_offset(const struct dc_elf_syms *s, const char *name);
 
+/* Is the definition dc_elf_sym_offset picks for name a local symbol (STB_LOCAL, in a
+ * .symtab or a separate debug file: an internal label of the library, e.g. glibc's
+ * __GI_ aliases and its assembly routines' inner entry points, which may be reached by a
+ * jump with no return address on the stack; ELF gABI, "Symbol Binding")? Returns 1 if
+ * so, 0 if it is global or weak, or absent. */
+int dc_elf_sym_local(const struct dc_elf_syms *s, const char *name);
+
 /* Calls fn(name, offset, arg) for each defined function whose name matches the fnmatch(3)
  * glob; stops when fn returns non-zero. Returns the number of calls made. */
 int dc_elf_sym_glob(const struct dc_elf_syms *s, const char *glob,

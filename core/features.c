@@ -40,6 +40,7 @@ static const char *const feature_names[DC_FEAT_NR] = {
 	[DC_FEAT_UPROBE] = "uprobe",
 	[DC_FEAT_ATTACH_COOKIE] = "attach_cookie",
 	[DC_FEAT_UPROBE_MULTI] = "uprobe_multi",
+	[DC_FEAT_UPROBE_SESSION] = "uprobe_session",
 	[DC_FEAT_TRACEPOINT] = "tracepoint",
 	[DC_FEAT_RAW_TRACEPOINT] = "raw_tracepoint",
 	[DC_FEAT_TP_BTF] = "tp_btf",
@@ -144,7 +145,7 @@ static const char *load_meaning(int e)
 
 /* Map keys: which program stored there. */
 enum { K_UPROBE, K_URETPROBE, K_COOKIE, K_UMULTI, K_TP, K_RAWTP, K_TPBTF, K_FENTRY, K_FEXIT,
-       K_KPROBE, K_KRETPROBE, K_KMULTI, K_NR };
+       K_KPROBE, K_KRETPROBE, K_KMULTI, K_USESS0, K_USESS1, K_NR };
 
 #define DC_TEST_COOKIE 0xdc0000c00c1eULL
 
@@ -556,6 +557,123 @@ static void check_uprobe_multi(const struct ctx *c, struct dc_feature_result *r)
 		    "DATACRUMBS_NO_UPROBE_MULTI is set: datacrumbs run will not use it" : "");
 out:
 	close_all(&f);
+}
+
+int dc_link_uprobe_session(int prog_fd, const char *path, const __u64 *offsets,
+			   const __u64 *cookies, unsigned cnt, int pid)
+{
+	struct dc_link_create_uprobe_multi a;
+	memset(&a, 0, sizeof(a));
+	a.prog_fd = prog_fd;
+	a.attach_type = DC_BPF_TRACE_UPROBE_SESSION;
+	a.path = (unsigned long)path;
+	a.offsets = (unsigned long)offsets;
+	a.cookies = (unsigned long)cookies;
+	a.cnt = cnt;
+	a.pid = pid > 0 ? pid : 0;
+	return syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+}
+
+/* Loads "map[key] += 1; return ret" as a session uprobe program (fd, or -errno): run
+ * twice per call when ret is 0 (entry and return), once when 1. */
+static int load_count(const struct ctx *c, const char *name, __u32 key, int ret)
+{
+	struct bpf_insn in[16];
+	int n = 0;
+	in[n++] = INSN(BPF_ST | BPF_MEM | BPF_W, BPF_REG_10, 0, -4, key);
+	in[n++] = INSN(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD, 0, c->map_fd);
+	in[n++] = INSN(0, 0, 0, 0, 0);
+	in[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, BPF_REG_10, 0, 0);
+	in[n++] = INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_2, 0, 0, -4);
+	in[n++] = INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem);
+	in[n++] = INSN(BPF_JMP | BPF_JEQ | BPF_K, BPF_REG_0, 0, 2, 0);
+	in[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_1, 0, 0, 1);
+	in[n++] = INSN(BPF_STX | BPF_ATOMIC | BPF_DW, BPF_REG_0, BPF_REG_1, 0, BPF_ADD);
+	in[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, ret);
+	in[n++] = INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+	char pname[16];
+	snprintf(pname, sizeof(pname), "dc_feat_%s", name);
+	LIBBPF_OPTS(bpf_prog_load_opts, o,
+		    .expected_attach_type = (enum bpf_attach_type)DC_BPF_TRACE_UPROBE_SESSION);
+	int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, pname, "GPL", in, n, &o);
+	return fd < 0 ? (errno ? -errno : fd) : fd;
+}
+
+/* Session uprobes on getpid, this process only: one program asks for the return, one
+ * does not; one getpid must run the first twice and the second once. */
+static void check_uprobe_session(const struct ctx *c, struct dc_feature_result *r)
+{
+	struct fds f = { .n = 0 };
+	if (!need_map(c, r))
+		return;
+	if (!c->getpid_off) {
+		say(r, DC_FEAT_NO, "no uprobe target: %s", c->libc_err);
+		return;
+	}
+	struct btf *btf = c->btf ? NULL : btf__load_vmlinux_btf();
+	const struct btf *kb = c->btf ? c->btf : btf;
+	const char *kf = !kb ? "the kernel's BTF" :
+			 btf__find_by_name_kind(kb, "bpf_session_is_return", BTF_KIND_FUNC) < 0 ?
+			 "kfunc bpf_session_is_return" :
+			 btf__find_by_name_kind(kb, "bpf_session_cookie", BTF_KIND_FUNC) < 0 ?
+			 "kfunc bpf_session_cookie" : NULL;
+	btf__free(btf);
+	if (kf) {
+		say(r, DC_FEAT_NO, "no %s (session uprobes need kernel >= 6.13)", kf);
+		return;
+	}
+	int p0 = keep(&f, load_count(c, "usess0", K_USESS0, 0));
+	int p1 = p0 < 0 ? p0 : keep(&f, load_count(c, "usess1", K_USESS1, 1));
+	if (p1 < 0) {
+		say(r, DC_FEAT_NO, "load with expected_attach_type BPF_TRACE_UPROBE_SESSION (%d) "
+		    "refused: %s (%s; kernel >= 6.13)", DC_BPF_TRACE_UPROBE_SESSION, errtext(-p1),
+		    load_meaning(-p1));
+		goto out;
+	}
+	__u64 off = c->getpid_off, cookie = 0;
+	int me = getpid(); /* before the links: a getpid between them would count */
+	int l0 = keep(&f, dc_link_uprobe_session(p0, c->libc, &off, &cookie, 1, me));
+	int l1 = l0 < 0 ? -1 : keep(&f, dc_link_uprobe_session(p1, c->libc, &off, &cookie, 1,
+							     me));
+	if (l1 < 0) {
+		int e = errno;
+		say(r, DC_FEAT_NO, "link_create(BPF_TRACE_UPROBE_SESSION) refused: %s%s",
+		    errtext(e), e == EINVAL ? " (no session uprobes: kernel < 6.13)" : "");
+		goto out;
+	}
+	fire_getpid();
+	__u64 n0 = marked(c, K_USESS0), n1 = marked(c, K_USESS1);
+	if (n0 != 2 || n1 != 1)
+		say(r, DC_FEAT_NO, "attached, but one getpid ran the program asking for its "
+		    "return %llu times (want 2) and the one not asking %llu times (want 1)",
+		    (unsigned long long)n0, (unsigned long long)n1);
+	else
+		say(r, DC_FEAT_YES, getenv("DATACRUMBS_NO_UPROBE_SESSION") ?
+		    "DATACRUMBS_NO_UPROBE_SESSION is set: datacrumbs run will not use it" : "");
+out:
+	close_all(&f);
+}
+
+int dc_feature_uprobe_session(char *reason, size_t reasonlen)
+{
+	struct dc_feature_result r = { .ok = DC_FEAT_NO, .reason = "" };
+	if (getenv("DATACRUMBS_NO_UPROBE_SESSION")) {
+		say(&r, DC_FEAT_NO, "DATACRUMBS_NO_UPROBE_SESSION is set");
+	} else {
+		struct ctx c;
+		memset(&c, 0, sizeof(c));
+		c.map_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "dc_feat", 4, 8, K_NR, NULL);
+		c.map_errno = c.map_fd < 0 ? errno : 0;
+		track(c.map_fd);
+		find_libc_getpid(&c);
+		check_uprobe_session(&c, &r);
+		if (c.map_fd >= 0)
+			close(c.map_fd);
+		await_freed();
+	}
+	if (reason && reasonlen)
+		snprintf(reason, reasonlen, "%s", r.reason);
+	return r.ok == DC_FEAT_YES;
 }
 
 int dc_feature_uprobe_multi(char *reason, size_t reasonlen)
@@ -995,6 +1113,7 @@ void dc_features_check(struct dc_features *f)
 		check_uprobe(&c, &f->r[DC_FEAT_UPROBE]);
 		check_cookie(&c, &f->r[DC_FEAT_ATTACH_COOKIE]);
 		check_uprobe_multi(&c, &f->r[DC_FEAT_UPROBE_MULTI]);
+		check_uprobe_session(&c, &f->r[DC_FEAT_UPROBE_SESSION]);
 		check_tracepoint(&c, &f->r[DC_FEAT_TRACEPOINT]);
 		check_raw_tracepoint(&c, &f->r[DC_FEAT_RAW_TRACEPOINT]);
 		check_tp_btf(&c, &f->r[DC_FEAT_TP_BTF]);
@@ -1023,6 +1142,8 @@ static const char features_help[] =
 "  uprobe          uprobe + uretprobe perf events (POSIX, STDIO, MPI-IO layers)\n"
 "  attach_cookie   bpf_get_attach_cookie in a uprobe program (kernel >= 5.15)\n"
 "  uprobe_multi    one link for many uprobes (kernel >= 6.6)\n"
+"  uprobe_session  session uprobes: one program at entry and, only in traced processes,\n"
+"                  at return (kernel >= 6.13); without them return probes are uretprobes\n"
 "  tracepoint      perf_event tracepoint syscalls:sys_enter_openat (needs tracefs)\n"
 "  raw_tracepoint  raw tracepoint sys_enter\n"
 "  tp_btf          BTF-typed raw tracepoint sched_process_exit\n"
@@ -1094,6 +1215,27 @@ static void layers(const struct dc_features *f, struct layer l[4])
 	l[3] = (struct layer){ "page_cache_block", "page cache, block", "tp_btf", common };
 }
 
+/* How `datacrumbs run` sees calls return, from the checks (core/attach.c makes the same
+ * choice at run time): the mechanism's name and what it means for processes not traced. */
+static const char *return_probes(const struct dc_features *f, const char **what)
+{
+	if (yes(f, DC_FEAT_UPROBE_SESSION) == DC_FEAT_YES &&
+	    !getenv("DATACRUMBS_NO_UPROBE_SESSION")) {
+		*what = "one program at entry and return; the return is installed only in traced "
+			"processes: others only step over the entry breakpoint";
+		return "session";
+	}
+	if (yes(f, DC_FEAT_UPROBE_SESSION) == DC_FEAT_UNKNOWN) {
+		*what = "not checked: needs root";
+		return "unknown";
+	}
+	*what = "FALLBACK, no session uprobes (kernel < 6.13, or DATACRUMBS_NO_UPROBE_SESSION): a uretprobe rewrites the return "
+		"address of every call of a probed function in EVERY process on the node, traced "
+		"or not; code that does not return normally through it (longjmp, C++ exceptions, "
+		"Go stacks) can crash there (SIGILL \"failed to handle uretprobe\")";
+	return "uretprobe";
+}
+
 static const char not_root_msg[] =
 	"NOT ROOT: only capabilities, BTF, tracefs and the kprobe PMU were checked; the other "
 	"mechanisms need root (or CAP_BPF and CAP_PERFMON) to be tried: run it as root";
@@ -1122,6 +1264,8 @@ static void print_text(const struct dc_features *f)
 		       l[i].ok == 1 ? "yes" : l[i].ok == 0 ? "NO" : "unknown",
 		       l[i].ok == 1 ? "via" : "needs", l[i].needs);
 	printf("\n");
+	const char *what, *mech = return_probes(f, &what);
+	printf("%-18s%-10s%s\n", "return probes", mech, what);
 	if (!f->privileged)
 		printf("datacrumbs: %s\n", not_root_msg);
 }
@@ -1185,6 +1329,11 @@ static void print_json(const struct dc_features *f)
 		json_str(l[i].needs);
 		printf("}");
 	}
+	const char *what, *mech = return_probes(f, &what);
+	printf("},\n \"return_probes\": {\"mechanism\": ");
+	json_str(mech);
+	printf(", \"means\": ");
+	json_str(what);
 	printf("}}\n");
 }
 

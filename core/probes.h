@@ -82,6 +82,8 @@ struct dc_func {
 	enum dc_effect effect;
 	enum dc_ret_kind ret_kind; /* `ret:` int (default), long or pointer */
 	int line;               /* line in the description file, for messages */
+	int noret;              /* 1: entry-only probe, its return is not safe to probe
+				   (core/resolve.c dc_noret_name; bpf/datacrumbs.h bit 30) */
 };
 
 /* How a layer's functions are probed (`mechanism:`). */

@@ -113,6 +113,30 @@ static int resolve_kernel(const struct dc_probe_req *r, dc_resolve_fn fn, void *
 	return 0;
 }
 
+int dc_noret_name(const char *name)
+{
+	static const char *const names[] = {
+		"setjmp", "_setjmp", "__setjmp", "sigsetjmp", "__sigsetjmp", "__sigsetjmp_cancel",
+		"longjmp", "_longjmp", "siglongjmp", "__longjmp", "__longjmp_chk",
+		"____longjmp_chk", "__libc_longjmp", "__libc_siglongjmp", "__longjmp_cancel",
+		"getcontext", "setcontext", "swapcontext", "makecontext", "__start_context",
+		"__push___start_context",
+		"_start", "__libc_start_main", "__libc_start_call_main", "__restore_rt",
+		"exit", "_exit", "_Exit", "quick_exit", "abort", "__assert_fail",
+		"__assert_perror_fail", "__assert", "__stack_chk_fail", "__fortify_fail",
+		"__chk_fail", "__libc_fatal", "__libc_message", "pthread_exit", "__pthread_exit",
+		"__pthread_unwind", "__pthread_unwind_next", "__libc_unwind_longjmp",
+		"__call_tls_dtors", "vfork", "__vfork", "clone", "__clone", "__clone3",
+		"__clone_internal", "thrd_exit", "__cxa_throw", "__cxa_rethrow",
+		"_Unwind_RaiseException", "_Unwind_Resume", "_Unwind_Resume_or_Rethrow",
+		"_Unwind_ForcedUnwind",
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return 1;
+	return 0;
+}
+
 /* A match of a dc.uprobe glob, collected before the layer's functions are made. */
 struct matches {
 	struct dc_layer *l;
@@ -196,6 +220,52 @@ static int resolve_custom(const struct dc_probe_req *r, const char *binary,
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
+		/* a glob over a library with debug symbols also matches its local symbols:
+		 * internal labels (glibc's __GI_ aliases, its assembly routines' inner entry
+		 * points) that are no function entry. Probing them all broke the untraced
+		 * processes of this machine (`functions = "*"` on glibc: printf padding of
+		 * NULs, format strings printed raw), while the global symbols alone did not:
+		 * they are skipped unless the script names one exactly. */
+		int nlocal = 0, j = 0;
+		const char *firstlocal = NULL;
+		for (int i = 0; i < l->nfuncs; i++) {
+			int named = 0;
+			for (int g = 0; g < l->nglobs; g++)
+				named |= !strcmp(l->globs[g], l->funcs[i].name);
+			if (!named && dc_elf_sym_local(syms, l->funcs[i].name)) {
+				if (!nlocal++)
+					firstlocal = l->funcs[i].name;
+				continue;
+			}
+			l->funcs[j++] = l->funcs[i];
+		}
+		l->nfuncs = j;
+		if (nlocal)
+			fprintf(stderr, "datacrumbs: warning: %s: %d local symbol%s of %s matched "
+				"(%s%s), skipped: internal labels, not function entries (name one "
+				"exactly to probe it)\n", l->path, nlocal, nlocal > 1 ? "s" : "",
+				file, firstlocal, nlocal > 1 ? ", ..." : "");
+		/* functions whose return is unsafe to probe get entry-only probes, unless the
+		 * script names them exactly (not through a glob): then it asked for it */
+		int nnoret = 0;
+		const char *first = NULL;
+		for (int i = 0; i < l->nfuncs; i++) {
+			struct dc_func *f = &l->funcs[i];
+			if (!dc_noret_name(f->name))
+				continue;
+			f->noret = 1;
+			for (int g = 0; g < l->nglobs; g++)
+				if (!strcmp(l->globs[g], f->name))
+					f->noret = 0;
+			if (f->noret && !nnoret++)
+				first = f->name;
+		}
+		if (nnoret)
+			fprintf(stderr, "datacrumbs: warning: %s: %d function%s of %s (%s%s) cannot "
+				"be probed safely at return (setjmp/longjmp, noreturn, start-up "
+				"code): entry-only probes, events with dur 0 and no ret (name one "
+				"exactly in functions= to force its return probe)\n", l->path,
+				nnoret, nnoret > 1 ? "s" : "", file, first, nnoret > 1 ? ", ..." : "");
 	}
 	int e = 0;
 	for (int i = 0; i < l->nfuncs && !e; i++) {

@@ -16,6 +16,17 @@ struct dc_resolved {
 	int hidden;          /* only kept for the fd tables (dc_req_next) */
 };
 
+/* Is a function of this name unsafe to probe for its return? Those that do not return
+ * to their caller through a plain `ret` (setjmp/longjmp and the ucontext family: they
+ * return twice or never; noreturn exits and aborts; _start, __libc_start_main,
+ * __restore_rt, the signal return trampoline; vfork, whose child shares the parent's
+ * stack; the C++ unwinder's throw/resume entry points): a return probe there rewrites a
+ * return address the function itself may never use, and the kernel's uretprobe
+ * bookkeeping can send SIGILL ("failed to handle uretprobe", kernel/events/uprobes.c).
+ * glibc's names, include/setjmp.h, stdlib/exit.c, sysdeps/unix/sysv/linux/x86_64/.
+ * Returns 1 for them (exact names; glibc's internal __ aliases included), else 0. */
+int dc_noret_name(const char *name);
+
 /* Called per resolved function; non-zero stops the walk and is returned. */
 typedef int (*dc_resolve_fn)(const struct dc_resolved *p, void *arg);
 

@@ -22,7 +22,7 @@ from dctest import check, equal  # noqa: E402
 
 dctest.need_root()
 DC = dctest.DATACRUMBS
-NAMES = ["uprobe", "attach_cookie", "uprobe_multi", "tracepoint", "raw_tracepoint", "tp_btf",
+NAMES = ["uprobe", "attach_cookie", "uprobe_multi", "uprobe_session", "tracepoint", "raw_tracepoint", "tp_btf",
          "fentry", "kprobe", "kprobe_multi", "ringbuf", "btf", "tracefs"]
 CAPS = {"CAP_BPF": 39, "CAP_PERFMON": 38, "CAP_SYS_ADMIN": 21, "CAP_SYS_RESOURCE": 24}
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
@@ -77,8 +77,8 @@ if j:
     equal(j.get("privileged"), True, "privileged as root")
     m = j.get("mechanisms", {})
     equal(list(m), NAMES, "mechanisms reported, in order")
-    for name in ("uprobe", "attach_cookie", "uprobe_multi", "raw_tracepoint", "tp_btf",
-                 "ringbuf", "btf"):
+    for name in ("uprobe", "attach_cookie", "uprobe_multi", "uprobe_session",
+                 "raw_tracepoint", "tp_btf", "ringbuf", "btf"):
         equal(m.get(name, {}).get("ok"), True, "%s works here (%r)" % (name, m.get(name)))
         check("reason" not in m.get(name, {}), "%s: no reason when it works" % name)
     fe = m.get("fentry", {})
@@ -106,6 +106,22 @@ if j:
     equal({k: v.get("ok") for k, v in lay.items()},
           {"posix_stdio_mpiio": True, "syscalls": True, "vfs": False,
            "page_cache_block": True}, "what it means for the layers")
+
+    equal(j.get("return_probes", {}).get("mechanism"), "session",
+          "return probes are session uprobes here (kernel 6.18)")
+
+# --- 1a. without session uprobes (forced): the fallback and its risk are said -------------
+r = subprocess.run([DC, "features", "--json"], capture_output=True, text=True,
+                   stdin=subprocess.DEVNULL, timeout=120,
+                   env=dict(os.environ, DATACRUMBS_NO_UPROBE_SESSION="1"))
+try:
+    rp = json.loads(r.stdout)["return_probes"]
+except (ValueError, KeyError) as e:
+    rp = {}
+    check(False, "DATACRUMBS_NO_UPROBE_SESSION: bad JSON (%s): %r" % (e, r.stdout))
+equal(rp.get("mechanism"), "uretprobe", "forced fallback: return probes are uretprobes")
+check("EVERY process" in rp.get("means", "") and "SIGILL" in rp.get("means", ""),
+      "the fallback's risk is said: %r" % rp)
 
 # --- 1b. tracefs unmounted / mounted, in a private mount namespace (the machine's own
 # mounts are left alone) -------------------------------------------------------------------

@@ -1,0 +1,44 @@
+// prog_throw.cc: a C++ program whose exceptions cross one function, dc_thrower, for the
+// harm test (a return probe on it breaks the unwinding in every process running it).
+//   prog_throw N      N calls of dc_thrower, each throwing through it; prints "caught C",
+//                     exits 0 when C == N, 1 otherwise
+//   prog_throw wait   prints "ready PID", blocks reading stdin until EOF, then calls
+//                     dc_thrower once without throwing (one normal return); exits 0
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <unistd.h>
+
+extern "C" __attribute__((noinline)) int dc_thrower(int i, int do_throw)
+{
+	if (do_throw)
+		throw std::runtime_error("thrown");
+	return i + 1;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: prog_throw N | wait\n");
+		return 2;
+	}
+	if (!strcmp(argv[1], "wait")) {
+		printf("ready %d\n", (int)getpid());
+		fflush(stdout);
+		char c;
+		while (read(0, &c, 1) > 0)
+			;
+		return dc_thrower(1, 0) == 2 ? 0 : 1;
+	}
+	long n = atol(argv[1]), caught = 0;
+	for (long i = 0; i < n; i++) {
+		try {
+			dc_thrower((int)i, 1);
+		} catch (const std::runtime_error &) {
+			caught++;
+		}
+	}
+	printf("caught %ld\n", caught);
+	return caught == n ? 0 : 1;
+}

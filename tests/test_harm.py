@@ -1,0 +1,159 @@
+"""test_harm.py: datacrumbs does no harm to processes it does not trace (issue 11).
+While datacrumbs traces a held program (it waits on its stdin, a pipe this test closes
+when the untraced ones are done), programs started by this test, outside the traced
+tree, must behave exactly as untraced:
+  1. under io_posix.lua, io_stdio.lua and io_all.lua, and under a dc.uprobe script on the
+     C++ function exceptions cross (dc_thrower of prog_throw): prog_throw 1000 prints
+     "caught 1000" and exits 0, prog_setjmp 1000 "jumped 2000", and a bash loop of 10,000
+     `[ ]` tests sees every `$?` right; the traced program's own events are there;
+  2. while io_posix.lua runs, no uretprobe exists: datacrumbs holds no perf_event link,
+     and every uprobe_multi link it holds runs dc_session (a program the kernel links
+     only with the session attach type);
+  3. functions="*" on libc.so.6: attaches with the warning naming what was skipped, and
+     `ls -l /usr/bin` under it prints exactly what it prints untraced;
+  4. dmesg has no new "failed to handle uretprobe", "leaking uprobe" or "SIGILL" line."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+import dctest  # noqa: E402
+from dctest import check, equal  # noqa: E402
+
+dctest.need_root()
+DC = dctest.DATACRUMBS
+THROW = os.environ["PROG_THROW"]
+SETJMP = os.environ["PROG_SETJMP"]
+WAIT = os.environ["PROG_WAIT"]
+BAD = re.compile(r"failed to handle uretprobe|leaking uprobe|SIGILL")
+BASH_LOOP = ('t=0; f=0; for i in $(seq 10000); do '
+             'if [ $((i % 2)) = 0 ]; then [ a = a ]; s=$?; [ "$s" = 0 ] && t=$((t+1)); '
+             'else [ a = b ]; s=$?; [ "$s" = 1 ] && f=$((f+1)); fi; done; echo "$t $f"')
+
+
+def bad_dmesg():
+    r = subprocess.run(["dmesg"], capture_output=True, text=True)
+    equal(r.returncode, 0, "dmesg readable")
+    return [l for l in r.stdout.splitlines() if BAD.search(l)]
+
+
+def untraced(label):
+    """The programs beside the traced one, children of this test, not of datacrumbs."""
+    r = subprocess.run([THROW, "1000"], capture_output=True, text=True, timeout=120)
+    equal((r.returncode, r.stdout, r.stderr), (0, "caught 1000\n", ""),
+          "%s: untraced C++ program, 1000 exceptions through dc_thrower" % label)
+    r = subprocess.run([SETJMP, "1000"], capture_output=True, text=True, timeout=120)
+    equal((r.returncode, r.stdout, r.stderr), (0, "jumped 2000\n", ""),
+          "%s: untraced setjmp/longjmp program" % label)
+    r = subprocess.run(["bash", "-c", BASH_LOOP], capture_output=True, text=True, timeout=300)
+    equal((r.returncode, r.stdout, r.stderr), (0, "5000 5000\n", ""),
+          "%s: untraced bash, 10000 [ ] tests and their $?" % label)
+
+
+def links_of(pid):
+    """(link_type, prog_id) of every BPF link process pid holds (/proc/PID/fdinfo)."""
+    out = []
+    for fd in os.listdir("/proc/%d/fdinfo" % pid):
+        try:
+            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+                t = f.read()
+        except OSError:
+            continue
+        lt = re.search(r"^link_type:\s*(\S+)", t, re.M)
+        if lt:
+            out.append((lt.group(1), int(re.search(r"^prog_id:\s*(\d+)", t, re.M).group(1))))
+    return out
+
+
+def prog_name(pid):
+    r = subprocess.run(["bpftool", "-j", "prog", "show", "id", str(pid)], capture_output=True,
+                       text=True)
+    return json.loads(r.stdout).get("name") if r.returncode == 0 else None
+
+
+def traced(label, script, cmd, env=None, inspect=None):
+    """datacrumbs run SCRIPT -- CMD (which prints "ready PID" and waits for EOF on stdin);
+    the untraced programs run meanwhile; returns (calls of the trace, datacrumbs' stderr)."""
+    d = dctest.workdir("harm_" + label)
+    p = subprocess.Popen([DC, "run", script, "-o", d, "--"] + cmd, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env)
+    line = p.stdout.readline()
+    check(line.startswith("ready "), "%s: the traced program started: %r" % (label, line))
+    if inspect:
+        inspect(p.pid)
+    untraced(label)
+    out, err = p.communicate("", timeout=300)  # EOF on its stdin: it goes on, and ends
+    equal(p.returncode, 0, "%s: datacrumbs exit status (stderr %r)" % (label, err))
+    trace = dctest.find_trace(d)
+    dctest.check_pfw(trace)
+    events, _, _ = dctest.read_trace(trace)
+    return [e for e in events if e.get("ph") == "X"], err
+
+
+def no_uretprobe(pid):
+    links = links_of(pid)
+    kinds = sorted({k for k, _ in links})
+    check("perf_event" not in kinds, "io_posix: no perf_event (uprobe/uretprobe) link: %r"
+          % kinds)
+    multi = sorted({prog_name(i) for k, i in links if k == "uprobe_multi"})
+    equal(multi, ["dc_session"], "io_posix: every uprobe_multi link runs dc_session")
+
+
+before = bad_dmesg()
+d = dctest.workdir("harm")
+out_file = os.path.join(d, "wait.out")
+
+# --- 1, 2. the shipped scripts ----------------------------------------------------------
+for script in ("io_posix.lua", "io_all.lua"):
+    calls, _ = traced(script, script, [WAIT, "after", out_file, "100"],
+                      inspect=no_uretprobe if script == "io_posix.lua" else None)
+    w = [e for e in calls if e["cat"] == "POSIX" and e["name"] == "write" and
+         e["args"].get("count") == 100]
+    equal([e["args"].get("ret") for e in w], [100],
+          "%s: the traced program's write of 100 bytes" % script)
+calls, _ = traced("io_stdio.lua", "io_stdio.lua", [THROW, "wait"])
+equal(len([e for e in calls if e["cat"] == "STDIO" and e["name"] == "fflush"]), 1,
+      "io_stdio.lua: the traced program's one fflush")
+
+# --- 1. dc.uprobe on the C++ function exceptions cross ------------------------------------
+lua = os.path.join(d, "thrower.lua")
+with open(lua, "w") as f:
+    f.write('local dc = require "datacrumbs"\n'
+            'dc.uprobe { functions = "dc_thrower", args = { "int i", "int do_throw" },'
+            ' ret = "int", layer = "APP" }\n')
+calls, _ = traced("thrower", lua, [THROW, "wait"])
+equal([(e["name"], e["args"].get("i"), e["args"].get("ret")) for e in calls
+       if e["cat"] == "APP"], [("dc_thrower", 1, 2)], "dc.uprobe: the traced call of dc_thrower")
+
+# --- 3. functions="*" on libc -------------------------------------------------------------
+lua = os.path.join(d, "star.lua")
+with open(lua, "w") as f:
+    f.write('local dc = require "datacrumbs"\n'
+            'dc.uprobe { file = "libc.so.6", functions = "*", layer = "LIBC" }\n')
+want = subprocess.run(["ls", "-l", "/usr/bin"], capture_output=True, text=True)
+r = dctest.run_dc(["run", lua, "-o", os.path.join(d, "star.pfw.gz"), "--", "ls", "-l",
+                   "/usr/bin"], timeout=600)
+equal(r.returncode, 0, "functions=* on libc: exit status (stderr %r)" % r.stderr[-2000:])
+check(r.stdout == want.stdout and want.stdout, "functions=* on libc: ls -l /usr/bin prints "
+      "what it prints untraced (%d vs %d bytes)" % (len(r.stdout), len(want.stdout)))
+check(re.search(r"warning: \S*libc\.so\.6: \d+ of \d+ functions cannot be probed and are "
+                r"skipped \(ENOTSUPP \(524\)", r.stderr),
+      "functions=* on libc: the warning names count and reason: %r" % r.stderr[-2000:])
+check(re.search(r"entry-only probes", r.stderr),
+      "functions=* on libc: setjmp & co get entry-only probes: %r" % r.stderr[-2000:])
+check("Unknown error 524" not in r.stderr, "no bare 'Unknown error 524'")
+star, _, _ = dctest.read_trace(os.path.join(d, "star.pfw.gz"))
+check(len([e for e in star if e.get("cat") == "LIBC"]) > 1000,
+      "functions=* on libc: the traced ls's libc calls are recorded")
+
+# --- 4. the kernel's log ------------------------------------------------------------------
+after = bad_dmesg()
+equal(after[len(before):] if after[:len(before)] == before else after, [],
+      "no new uretprobe / uprobe leak / SIGILL line in dmesg (%d before, %d after)"
+      % (len(before), len(after)))
+print("dmesg bad lines: %d before, %d after" % (len(before), len(after)))
+equal(dctest.orphan_links(), [], "no BPF link left")
+dctest.finish()
