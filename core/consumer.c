@@ -605,6 +605,7 @@ void dc_consumer_emit(struct dc_consumer *c, struct dc_record *r, int counter)
 			if (!r->args[i].is_str)
 				dc_writer_arg_int(c->w, r->args[i].key, r->args[i].i);
 		dc_writer_end(c->w);
+		c->written++; /* num_events counts every event in the file, counters too */
 		return;
 	}
 	r->id = dc_consumer_own_id(c);
