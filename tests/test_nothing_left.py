@@ -104,8 +104,8 @@ dctest.equal(leaked(links, "link_id"), [], "BPF links left attached to datacrumb
 dctest.equal(dctest.orphan_links(), [], "BPF links left attached with no owner")
 # perf_event uprobes (the attachment where the kernel has no uprobe_multi links): bpftool
 # lists them by the process holding the perf event fd
-perf = [p for p in bpftool("perf", "list") if p.get("prog_id") in progs and
-        exe(p.get("pid", 0)) == ours_exe]
+perf = [p for p in bpftool("perf", "list") if p.get("fd_type") in ("uprobe", "uretprobe") and
+        p.get("prog_id") in progs and exe(p.get("pid", 0)) == ours_exe]
 dctest.equal(["%s on %s+%s (pid %d)" % (progs[p["prog_id"]], p.get("filename"), p.get("offset"),
                                         p["pid"]) for p in perf], [],
              "perf_event probes of this build's datacrumbs left")
