@@ -485,6 +485,7 @@ static void untraced(struct dc_consumer *c, const struct dc_event *e, const char
 	dc_writer_arg_str(c->w, "reason", "privileged exec");
 	dc_writer_arg_str(c->w, "exec_hash", sh);
 	dc_writer_end(c->w);
+	c->written++; /* an event of the file like any other: num_events counts it */
 }
 
 /* A fork, exec or exit of a traced process. */
@@ -629,6 +630,7 @@ void dc_consumer_emit(struct dc_consumer *c, struct dc_record *r, int counter)
 			if (!r->args[i].is_str)
 				dc_writer_arg_int(c->w, r->args[i].key, r->args[i].i);
 		dc_writer_end(c->w);
+		c->written++; /* num_events counts every event in the file, counters too */
 		return;
 	}
 	r->id = dc_consumer_own_id(c);

@@ -73,13 +73,6 @@ struct dc_features {
 	struct dc_feature_result r[DC_FEAT_NR];
 };
 
-/* The short name of mechanism id ("uprobe", "fentry", ...): the JSON key and text label.
- * Returns NULL for an id out of range. */
-const char *dc_feature_name(enum dc_feature_id id);
-
-/* The capability's name ("CAP_BPF", ...); NULL out of range. */
-const char *dc_cap_name(enum dc_cap_id id);
-
 /* Fills f by trying every mechanism for real: minimal programs of raw instructions loaded
  * with bpf_prog_load(), a map from bpf_map_create(), perf events from perf_event_open(2)
  * linked with bpf_link_create(), raw tracepoints with bpf_raw_tracepoint_open(); where a

@@ -253,11 +253,6 @@ void dc_files_set_cwd(struct dc_proc_files *p, const char *abs)
 	p->cwd = c;
 }
 
-const char *dc_files_cwd(const struct dc_proc_files *p)
-{
-	return p->cwd;
-}
-
 void dc_files_set_fd_at(struct dc_proc_files *p, long fd, const char *abs, uint64_t ts)
 {
 	if (fd < 0 || fd > (1L << 24))

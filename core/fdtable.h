@@ -22,7 +22,6 @@ int dc_files_from_proc(int pid);
 void dc_files_clear(void);
 
 void dc_files_set_cwd(struct dc_proc_files *p, const char *abs);
-const char *dc_files_cwd(const struct dc_proc_files *p);
 /* fd -> absolute path; path NULL forgets the fd. */
 void dc_files_set_fd(struct dc_proc_files *p, long fd, const char *abs);
 /* The path of fd, or NULL when unknown. */

@@ -59,16 +59,6 @@ static const struct { const char *name; int cap; } caps[DC_CAP_NR] = {
 	[DC_CAP_SYS_RESOURCE] = { "CAP_SYS_RESOURCE", CAP_SYS_RESOURCE },
 };
 
-const char *dc_feature_name(enum dc_feature_id id)
-{
-	return (unsigned)id < DC_FEAT_NR ? feature_names[id] : NULL;
-}
-
-const char *dc_cap_name(enum dc_cap_id id)
-{
-	return (unsigned)id < DC_CAP_NR ? caps[id].name : NULL;
-}
-
 /* --- results and errno texts ------------------------------------------------------- */
 
 static void say(struct dc_feature_result *r, int ok, const char *fmt, ...)

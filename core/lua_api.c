@@ -242,6 +242,16 @@ static void check_fields(lua_State *L, int idx, const char *fn, const char *cons
 	}
 }
 
+/* Frees a request's function list (the names and the list) and sets it back to none. */
+static void free_funcs(struct dc_probe_req *req)
+{
+	for (int k = 0; k < req->nfuncs; k++)
+		free(req->funcs[k]);
+	free(req->funcs);
+	req->funcs = NULL;
+	req->nfuncs = 0;
+}
+
 /* dc.probe(spec): asks for uprobes on functions of a layer's probe description.
  *   spec: a layer name ("posix"), or a table
  *     { layer = "posix", functions = { "open", "read" } (optional: all when absent),
@@ -297,26 +307,34 @@ static int l_probe(lua_State *L)
 			if (n == 0)
 				return luaL_error(L, "probe: spec.functions is empty (leave it out to "
 						  "probe all of the layer's functions)");
+			/* a NULL list means "every function": out of memory is an error, never
+			 * a wider probe set than the script asked for */
 			req.funcs = calloc(n + 1, sizeof(char *));
-			for (lua_Integer i = 1; req.funcs && i <= n; i++) {
+			if (!req.funcs)
+				return luaL_error(L, "probe: out of memory");
+			for (lua_Integer i = 1; i <= n; i++) {
 				lua_geti(L, -1, i);
 				const char *f = lua_tostring(L, -1);
-				if (!f || !dc_layer_func(l, f)) {
-					for (int k = 0; k < req.nfuncs; k++)
-						free(req.funcs[k]);
-					free(req.funcs);
+				int known = f && dc_layer_func(l, f);
+				char *copy = known ? strdup(f) : NULL;
+				if (!copy) {
+					free_funcs(&req);
+					if (known)
+						return luaL_error(L, "probe: out of memory");
 					return luaL_error(L, "probe: function '%s' is not in %s",
 							  f ? f : "?", l->path);
 				}
-				req.funcs[req.nfuncs++] = strdup(f);
+				req.funcs[req.nfuncs++] = copy;
 				lua_pop(L, 1);
 			}
 		}
 		lua_pop(L, 1);
 	}
 	struct dc_probe_req *r = realloc(s->reqs, (s->nreqs + 1) * sizeof(*r));
-	if (!r)
+	if (!r) {
+		free_funcs(&req);
 		return luaL_error(L, "probe: out of memory");
+	}
 	s->reqs = r;
 	s->reqs[s->nreqs++] = req;
 	return 0;

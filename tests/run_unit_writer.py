@@ -1,5 +1,6 @@
 """run_unit_writer.py: runs the writer's unit test, then validates each trace it wrote
-with check_pfw.py (the partial one with --partial) and reads the upstream trace."""
+with dctest.check_pfw (the partial one with --partial) and reads the upstream trace (SKIP
+when it is absent)."""
 import os
 import subprocess
 import sys
@@ -15,9 +16,12 @@ dctest.equal(r.returncode, 0, "unit_writer exit status")
 for f in sorted(os.listdir(out)):
     p = os.path.join(out, f)
     dctest.check_pfw(p, partial="partial" in f)
-# our trace reader must read the upstream DFTracer trace too
-up = os.path.join(os.path.dirname(dctest.CHECK_PFW), "..", "traces", "dftracer-upstream",
-                  "dlio-resnet50-posix.pfw.gz")
-ev, files, meta = dctest.read_trace(up)
-dctest.check(len(ev) > 1000 and len(files) > 10, "upstream trace read: %d events" % len(ev))
+# our trace reader must read the upstream DFTracer trace too, and our validator accept it
+up = dctest.upstream_trace()
+if up:
+    ev, files, meta = dctest.read_trace(up)
+    dctest.check(len(ev) > 1000 and len(files) > 10, "upstream trace read: %d events" % len(ev))
+    r = subprocess.run([sys.executable, dctest.PFW_VALIDATE, "--upstream", up],
+                       capture_output=True, text=True)
+    dctest.equal((r.returncode, r.stdout), (0, ""), "pfw_validate.py --upstream of the upstream trace")
 dctest.finish()

@@ -175,6 +175,15 @@ def test_check(wd):
         t.check(re.search(r"^datacrumbs: \S*" + want, r.stderr, re.M),
                 "check %s says %r: %r" % (name, want, r.stderr))
         t.equal(r.stdout, "", "check %s: no summary" % name)
+    # a script that ends the run itself (dc.done, as after its --help): not an error
+    with open(os.path.join(wd, "early.lua"), "w") as f:
+        f.write('local dc = require "datacrumbs"\nprint("usage: early.lua")\ndc.done(0)\n')
+    os.chmod(os.path.join(wd, "early.lua"), 0o644)
+    r = as_nobody(["check", os.path.join(wd, "early.lua")])
+    t.equal(r.returncode, 0, "check of a script that calls dc.done(0): exit status")
+    t.equal(r.stdout, "usage: early.lua\nearly.lua: the script ends the run early (dc.done(0)): "
+            "no probes to check\n", "check of a script that calls dc.done(0): stdout")
+    t.equal(r.stderr, "", "check of a script that calls dc.done(0): stderr")
     r = as_nobody(["check", "io_posix.lua", "--bad"])
     t.equal(r.returncode, 125, "a bad script option: 125")
     t.check(re.search(r"io_posix\.lua:\d+: unknown option '--bad'", r.stderr),

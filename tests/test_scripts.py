@@ -127,6 +127,9 @@ writes = len([e for e in dctest.calls(events) if e["name"] == "write"])
 equal(m[0]["args"]["writes"] if m else None, writes, "emit: the marker's count equals the writes")
 c = [e for e in events if e.get("ph") == "C" and e.get("name") == "writes"]
 equal([e["args"]["count"] for e in c], [writes], "emit: the counter event")
+end = [e for e in events if e.get("cat") == "datacrumbs" and e.get("name") == "end"]
+equal(end[0]["args"]["num_events"] if end else None, writes + 2,
+      "emit: num_events counts the writes, the emitted event and the counter")
 with open(sc, "w") as f:
     f.write('local dc = require "datacrumbs"\ndc.probe "posix"\ndc.emit { name = "early" }\n')
 r = dctest.run_dc(["run", "-o", d, sc, "--", "true"])
