@@ -15,6 +15,7 @@ die() { echo "stdio.sh: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root"
 others=$(bpftool link list | grep -cE "type 12|uprobe_multi|perf_event" || true)
 [ "$others" = 0 ] || echo "stdio.sh: WARNING: $others uprobe links of other tracers are attached: figures are off" >&2
+echo "stdio.sh: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg) (other busy processes on 2 cores distort every figure)"
 rm -rf "$OUT"; mkdir -p "$OUT"
 cc -O2 -Wall -o "$OUT/fwrite" "$here/fwrite.c"
 LIBC=$(ldd "$OUT/fwrite" | awk '$1 == "libc.so.6" { print $3 }')
@@ -30,6 +31,7 @@ for r in $(seq "$ROUNDS"); do
 	ev=$(grep -o '[0-9]* events written' "$OUT/dc.err" | cut -d' ' -f1)
 	echo "$r $(ns "$OUT/bare.out") $(ns "$OUT/bt.out") $(ns "$OUT/dc.out") $ev" >>"$OUT/res"
 done
+echo "stdio.sh: load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$OUT/res" "$N" <<'PY'
 import statistics, sys
 rows = [list(map(int, l.split())) for l in open(sys.argv[1])]
