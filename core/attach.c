@@ -259,6 +259,48 @@ static void skip_report(const struct skips *sk, const char *lib, unsigned of)
 		"skipped (%s): %s%s\n", lib, sk->n, of, why, names, sk->n > 5 ? ", ..." : "");
 }
 
+/* Does the function at file offset off of lib start with an EVEX-encoded (AVX-512)
+ * instruction (first byte 0x62: in 64-bit mode always the EVEX prefix, Intel SDM vol. 2,
+ * 2.7)? The kernel accepts a uprobe there, but here (kernel 6.18) its out-of-line step
+ * lost the result: a uprobe on glibc's __memset_avx512_unaligned_erms, whose first
+ * instruction is `vpbroadcastb %esi,%zmm16`, made memset write zeros in every process
+ * (printf's padding came out as NULs). Returns 1 if so, 0 if not or unreadable. */
+static int evex_first(const char *lib, uint64_t off)
+{
+	unsigned char c = 0;
+	FILE *f = fopen(lib, "rb");
+	if (!f)
+		return 0;
+	int ok = fseek(f, (long)off, SEEK_SET) == 0 && fread(&c, 1, 1, f) == 1;
+	fclose(f);
+	return ok && c == 0x62;
+}
+
+/* Reports, and marks unattachable, the probes of [from, to) whose first instruction is
+ * EVEX (evex_first): one warning for the library. Returns how many. */
+static unsigned skip_evex(struct dc_bpf *b, unsigned from, unsigned to, unsigned char *bad)
+{
+	const char *names[5];
+	unsigned n = 0;
+	for (unsigned i = from; i < to; i++) {
+		bad[i - from] = evex_first(b->probes[i].library, b->probes[i].offset);
+		if (bad[i - from] && n < 5)
+			names[n] = b->probes[i].func->name;
+		n += bad[i - from];
+	}
+	if (n) {
+		char list[400];
+		size_t k = 0;
+		for (unsigned i = 0; i < n && i < 5 && k < sizeof(list); i++)
+			k += snprintf(list + k, sizeof(list) - k, "%s%s", i ? ", " : "", names[i]);
+		fprintf(stderr, "datacrumbs: warning: %s: %u of %u functions start with an "
+			"AVX-512 (EVEX) instruction and are skipped (a uprobe there corrupts the "
+			"instruction's result in every process): %s%s\n", b->probes[from].library,
+			n, to - from, list, n > 5 ? ", ..." : "");
+	}
+	return n;
+}
+
 /* Errors of a uprobe_multi link that one bad offset among good ones can cause: the group
  * is split to find it. Others (EPERM, ENOENT, ENOMEM, EBADF) refuse every offset. */
 static int per_offset_error(int e)
@@ -346,28 +388,34 @@ static unsigned attach_multi(struct dc_bpf *b, unsigned from, unsigned to)
 	unsigned cnt = to - from, n = 0;
 	const char *lib = b->probes[from].library;
 	unsigned *idx = calloc(cnt, sizeof(*idx));
-	unsigned char *ok = calloc(cnt, 1), *rok = calloc(cnt, 1);
+	unsigned char *ok = calloc(cnt, 1), *rok = calloc(cnt, 1), *evex = calloc(cnt, 1);
 	struct skips sk = { .n = 0 };
-	if (!idx || !ok || !rok) {
+	if (!idx || !ok || !rok || !evex) {
 		fprintf(stderr, "datacrumbs: warning: out of memory attaching to %s\n", lib);
 		goto out;
 	}
+	skip_evex(b, from, to, evex);
+	unsigned c = 0;
 	for (unsigned i = 0; i < cnt; i++) {
-		idx[i] = from + i;
-		ok[i] = 1;
+		if (evex[i])
+			continue;
+		idx[c] = from + i;
+		ok[c++] = 1;
 	}
 	if (b->session) {
-		n = link_groups(b, LK_SESSION, lib, idx, cnt, ok, &sk);
+		n = link_groups(b, LK_SESSION, lib, idx, c, ok, &sk);
 	} else {
 		/* the returns of the probes that have one, then the entries of those linked */
 		unsigned m = 0;
 		for (unsigned i = 0; i < cnt; i++)
-			if (!b->probes[from + i].func->noret)
+			if (!evex[i] && !b->probes[from + i].func->noret)
 				idx[m++] = from + i;
 		memset(rok, 1, cnt);
 		link_groups(b, LK_RETURN, lib, idx, m, rok, &sk);
 		unsigned k = 0;
 		for (unsigned i = 0, j = 0; i < cnt; i++) {
+			if (evex[i])
+				continue;
 			int has_ret = !b->probes[from + i].func->noret;
 			int linked = !has_ret || rok[j];
 			j += has_ret;
@@ -381,6 +429,7 @@ out:
 	free(idx);
 	free(ok);
 	free(rok);
+	free(evex);
 	return n;
 }
 
@@ -754,6 +803,9 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 		}
 		lastlib = p->library;
 		of++;
+		unsigned char bad;
+		if (skip_evex(b, i, i + 1, &bad))
+			continue;
 		LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie_of(p, i));
 		o.retprobe = true; /* the return first, as in attach_multi */
 		if (!p->func->noret) {

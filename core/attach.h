@@ -58,8 +58,10 @@ int dc_bpf_kfunc(const char *name);
  * (ENOTSUPP 524 for instructions uprobes cannot step over, EINVAL) are skipped with one
  * warning per library on stderr naming the first five, the count and the reason; with
  * uprobe_multi links the refused offsets are found exactly by splitting the links' groups
- * of 64 offsets. Returns the number of functions attached, or -1 with err when none
- * could be. */
+ * of 64 offsets. Functions whose first instruction is EVEX-encoded (AVX-512) are never
+ * probed (one warning): the kernel accepts those uprobes but its out-of-line step lost
+ * the instruction's result here (core/attach.c evex_first). Returns the number of
+ * functions attached, or -1 with err when none could be. */
 int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen);
 
 /* The probe table, indexed by DC_COOKIE_PROBE of an event. */
