@@ -10,6 +10,8 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "syscalls.h"
+
 #define FILE_MAX (16 << 20)     /* a description larger than this is surely a mistake */
 
 /* The kinds as written in the file; indexed by enum dc_arg_kind (kept in enum order). */
@@ -341,6 +343,13 @@ static int func_field(struct ctx *c, const char *key, const yaml_node_t *k,
 			return -1;
 		if (!is_ident(f->symbol))
 			return fail(c, node_line(v), "symbol '%s' is not a C identifier", f->symbol);
+	} else if (strcmp(key, "syscall") == 0) {
+		if (get_string(c, "syscall", v, f->syscall, sizeof f->syscall) != 0)
+			return -1;
+		if (strncmp(f->syscall, "sys_", 4) || !is_ident(f->syscall) ||
+		    dc_syscall_nr(f->syscall) < 0)
+			return fail(c, node_line(v), "syscall '%s' is not sys_<name> of a system "
+				    "call of this architecture (asm/unistd_64.h)", f->syscall);
 	} else if (strcmp(key, "args") == 0) {
 		return parse_args(c, v, f);
 	} else if (strcmp(key, "effect") == 0) {
@@ -381,7 +390,8 @@ static int func_field(struct ctx *c, const char *key, const yaml_node_t *k,
 /* Parses one item of `functions` into f. */
 static int parse_func(struct ctx *c, const yaml_node_t *n, struct dc_func *f)
 {
-	static const char *const keys[] = { "name", "symbol", "args", "effect", "ret", NULL };
+	static const char *const keys[] = { "name", "symbol", "syscall", "args", "effect", "ret",
+					    NULL };
 	struct func_parse fp = { f, NULL, 0 };
 	size_t i;
 

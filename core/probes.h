@@ -77,6 +77,10 @@ struct dc_arg {
 struct dc_func {
 	char name[64];          /* the function as the user knows it: the event's name */
 	char symbol[64];        /* the symbol to attach to when it differs (`symbol:`), or "" */
+	char syscall[32];       /* `syscall:` the system call (sys_<name>, asm/unistd_64.h)
+				   that serves this function one call for one, same arguments
+				   in the same order, or "": none does (readdir's buffered
+				   entries, fopen) */
 	struct dc_arg args[DC_PROBE_ARGS];
 	int nargs;
 	enum dc_effect effect;

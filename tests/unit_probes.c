@@ -249,6 +249,8 @@ static const struct { const char *file, *error; } bad[] = {
 	  "handle_out, long_out, status (one is read per call)" },
 	{ "probes_bad_no_name.yaml", ":7: function has no 'name'" },
 	{ "probes_bad_ret.yaml", ":7: unknown ret 'short' (int, long, pointer, errcode or void)" },
+	{ "probes_bad_syscall.yaml", ":7: syscall 'sys_reed' is not sys_<name> of a system "
+	  "call of this architecture (asm/unistd_64.h)" },
 	{ "probes_bad_two_paths.yaml", ":6: more than one 'path' argument (at most one is "
 	  "recorded per call)" },
 };
@@ -288,6 +290,58 @@ static void test_bad(const char *src)
 		CHECK(seen[j], "fixture %s is missing", bad[j].file);
 }
 
+/* probes/posix.yaml's `syscall:` fields: exact for a few functions, none on an alias or
+ * on what no system call serves one for one, and where probes/syscalls.yaml describes
+ * the system call, the same arguments (names; int and uint alike) in the same order. */
+static void test_posix_syscalls(const char *src)
+{
+	char path[PATH_MAX], err[512];
+	struct dc_layer *px, *sy;
+	static const char *const want[][2] = {
+		{ "write", "sys_write" }, { "pread", "sys_pread64" }, { "pread64", "" },
+		{ "fstat", "sys_fstat" }, { "fstatat", "sys_newfstatat" }, { "stat64", "" },
+		{ "openat", "sys_openat" }, { "open", "sys_open" }, { "__open_nocancel", "" },
+		{ "readdir", "" }, { "opendir", "" }, { "lseek", "sys_lseek" },
+	};
+	int n = 0;
+
+	snprintf(path, sizeof path, "%s/probes/posix.yaml", src);
+	px = dc_layer_load(path, err, sizeof err);
+	snprintf(path, sizeof path, "%s/probes/syscalls.yaml", src);
+	sy = dc_layer_load(path, err, sizeof err);
+	CHECK(px && sy, "load: %s", err);
+	if (!px || !sy)
+		goto out;
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		const struct dc_func *f = dc_layer_func(px, want[i][0]);
+		CHECK(f && strcmp(f->syscall, want[i][1]) == 0, "%s: syscall want '%s' got '%s'",
+		      want[i][0], want[i][1], f ? f->syscall : "(absent)");
+	}
+	for (int i = 0; i < px->nfuncs; i++) {
+		const struct dc_func *f = &px->funcs[i], *s;
+		if (!f->syscall[0])
+			continue;
+		n++;
+		if (!(s = dc_layer_func(sy, f->syscall)))
+			continue;
+		int same = f->nargs == s->nargs;
+		for (int a = 0; same && a < f->nargs; a++) {
+			enum dc_arg_kind x = f->args[a].kind, y = s->args[a].kind;
+			if (x == DC_ARG_UINT)
+				x = DC_ARG_INT;
+			if (y == DC_ARG_UINT)
+				y = DC_ARG_INT;
+			same = x == y && !strcmp(f->args[a].name, s->args[a].name);
+		}
+		CHECK(same, "%s (line %d) and %s (syscalls.yaml line %d): arguments differ",
+		      f->name, f->line, s->name, s->line);
+	}
+	CHECK(n == 49, "functions with a syscall: want 49, got %d", n);
+out:
+	dc_layer_free(px);
+	dc_layer_free(sy);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -297,6 +351,7 @@ int main(int argc, char **argv)
 	test_posix(argv[1]);
 	test_block_style();
 	test_bad(argv[1]);
+	test_posix_syscalls(argv[1]);
 	printf("unit_probes: %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
