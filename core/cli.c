@@ -225,8 +225,10 @@ int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
 			o->unsafe = 1;
 		} else if (IS("-u") || IS("--user")) {
 			if (!(o->user = opt_value(argc, argv, &i, eq)) || !*o->user ||
-			    !strcmp(o->user, "--"))
-				return usage_error("%s needs a user name or uid", a);
+			    !strcmp(o->user, "--") || strchr(o->user, '/') ||
+			    (strlen(o->user) > 4 && !strcmp(o->user + strlen(o->user) - 4, ".lua")))
+				return usage_error("-u needs a user name or uid before SCRIPT, got "
+						   "'%s'", o->user ? o->user : "");
 		} else if ((IS("-q") || IS("--quiet")) && !eq) {
 			o->quiet = 1;
 		} else if (!o->script) {

@@ -156,7 +156,7 @@ static void list_layers(const char *dirs, char *buf, size_t len)
 static struct dc_layer *load_layer(struct dc_script *s, const char *layer, char *err,
 				   size_t errlen)
 {
-	char file[128], path[1024];
+	char file[128], path[PATH_MAX];
 	size_t n = strlen(layer);
 	if (n == 0 || n > 64) {
 		snprintf(err, errlen, "bad layer name '%s'", layer);
@@ -184,6 +184,9 @@ static struct dc_layer *load_layer(struct dc_script *s, const char *layer, char 
 	}
 	if (found == -2)
 		return NULL;
+	char real[PATH_MAX];
+	if (found == 0 && dc_invoker()->root && realpath(path, real))
+		snprintf(path, sizeof(path), "%s", real); /* read what was checked */
 	if (found == -1) {
 		char known[512] = "";
 		list_layers(getenv("DATACRUMBS_PROBE_PATH"), known, sizeof(known));
@@ -803,7 +806,10 @@ void dc_script_process(struct dc_script *s, const char *event, int pid, int ppid
 		lua_pushinteger(L, status);
 		lua_setfield(L, -2, "rank");
 	}
-	if (lua_pcall(L, 1, 0, 1) != LUA_OK) {
+	dc_trust_enter_script();
+	int st = lua_pcall(L, 1, 0, 1);
+	dc_trust_leave_script();
+	if (st != LUA_OK) {
 		if (s->errors++ == 0)
 			fprintf(stderr, "datacrumbs: error in the process callback: %s\n",
 				lua_tostring(L, -1));
@@ -878,7 +884,9 @@ static int luv_callback(lua_State *L, int nargs, int nresults, int flags)
 	int base = lua_gettop(L) - nargs; /* the function's slot */
 	lua_pushcfunction(L, on_error);
 	lua_insert(L, base);
+	dc_trust_enter_script();
 	int r = lua_pcall(L, nargs, nresults, base);
+	dc_trust_leave_script();
 	lua_remove(L, base);
 	if (r == LUA_OK)
 		return lua_gettop(L) - base + 1;
@@ -957,10 +965,12 @@ static int l_load_text(lua_State *L)
 /* loadfile(file [, mode [, env]]) / dofile(file), text only, from a trusted file as root. */
 static int load_text_file(lua_State *L, const char *path)
 {
-	char err[PATH_MAX + 256];
-	if (path && dc_trust_file(path, "Lua file", NULL, 0, err, sizeof(err)))
+	char err[PATH_MAX + 256], real[PATH_MAX];
+	if (!path)
+		return luaL_loadfilex(L, NULL, "t"); /* stdin */
+	if (dc_trust_file(path, "Lua file", real, sizeof(real), err, sizeof(err)))
 		return luaL_error(L, "%s", err);
-	return luaL_loadfilex(L, path, "t");
+	return dc_trust_load(L, real, path);
 }
 
 static int l_loadfile_text(lua_State *L)
@@ -1003,10 +1013,10 @@ static int searcher_lua(lua_State *L)
 	if (lua_isnil(L, -2))
 		return 1; /* the message of the places searched */
 	const char *file = lua_tostring(L, -2);
-	char err[PATH_MAX + 256];
-	if (dc_trust_file(file, "Lua module", NULL, 0, err, sizeof(err)))
+	char err[PATH_MAX + 256], real[PATH_MAX];
+	if (dc_trust_file(file, "Lua module", real, sizeof(real), err, sizeof(err)))
 		return luaL_error(L, "%s", err);
-	if (luaL_loadfilex(L, file, "t") != LUA_OK)
+	if (dc_trust_load(L, real, file) != LUA_OK)
 		return luaL_error(L, "error loading module '%s' from file '%s': %s", name, file,
 				  lua_tostring(L, -1));
 	lua_pushstring(L, file);
@@ -1084,6 +1094,8 @@ static int open_luv_restricted(lua_State *L)
 	forbid(L, "uv", "new_work");
 	forbid(L, "uv", "queue_work");
 	forbid(L, "uv", "dlopen");
+	forbid(L, "uv", "os_setenv");   /* LD_PRELOAD, LD_AUDIT ... for the command */
+	forbid(L, "uv", "os_unsetenv");
 	return 1;
 }
 
@@ -1179,8 +1191,16 @@ int dc_script_run(struct dc_script *s, const char *path, char *err, size_t errle
 	lua_pushstring(L, path);
 	lua_rawseti(L, -2, 0);
 	lua_pop(L, 1);
+	char real[PATH_MAX];
+	if (dc_trust_file(path, "script", real, sizeof(real), err, errlen))
+		return -1;
 	lua_pushcfunction(L, on_error);
-	if (luaL_loadfilex(L, path, "t") != LUA_OK || lua_pcall(L, 0, 0, -2) != LUA_OK) {
+	dc_trust_enter_script();
+	int st = dc_trust_load(L, real, path);
+	if (st == LUA_OK)
+		st = lua_pcall(L, 0, 0, -2);
+	dc_trust_leave_script();
+	if (st != LUA_OK) {
 		snprintf(err, errlen, "%s", lua_tostring(L, -1));
 		lua_settop(L, 0);
 		return s->done ? 1 : -1;
@@ -1345,7 +1365,10 @@ int dc_script_event(struct dc_script *s, struct dc_record *r)
 		}
 		lua_rawgeti(L, LUA_REGISTRYINDEX, s->cbs[i].ref);
 		lua_pushvalue(L, 2);
-		if (lua_pcall(L, 1, 1, 1) != LUA_OK) {
+		dc_trust_enter_script();
+		int st = lua_pcall(L, 1, 1, 1);
+		dc_trust_leave_script();
+		if (st != LUA_OK) {
 			if (s->errors++ == 0)
 				fprintf(stderr, "datacrumbs: error in the event callback (events are "
 					"kept unchanged; later errors are only counted): %s\n",
@@ -1415,7 +1438,10 @@ void dc_script_end(struct dc_script *s)
 		return;
 	lua_pushcfunction(L, on_error);
 	lua_rawgeti(L, LUA_REGISTRYINDEX, s->end_ref);
-	if (lua_pcall(L, 0, 0, -2) != LUA_OK) {
+	dc_trust_enter_script();
+	int st = lua_pcall(L, 0, 0, -2);
+	dc_trust_leave_script();
+	if (st != LUA_OK) {
 		s->errors++;
 		fprintf(stderr, "datacrumbs: error in the end callback: %s\n", lua_tostring(L, -1));
 	}

@@ -104,29 +104,50 @@ int dc_out_create(const struct dc_outspec *o, const char *path, uid_t uid, gid_t
 		  char *err, size_t errlen)
 {
 	mode_t mode = o->group_readable ? 0640 : 0600;
+	/* every step on one directory descriptor: a directory of the path swapped meanwhile
+	 * cannot redirect the unlink of --force or the creation elsewhere */
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	const char *base = slash ? slash + 1 : path;
+	if (slash == dir)
+		dir[1] = 0;
+	else if (slash)
+		*slash = 0;
+	else
+		snprintf(dir, sizeof(dir), ".");
+	int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		snprintf(err, errlen, "cannot create %s: %s: %s", path, dir, strerror(errno));
+		return -1;
+	}
 	struct stat st;
-	if (lstat(path, &st) == 0) {
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (check_existing(o, path, &st, err, errlen))
-			return -1;
-		if (unlink(path) && errno != ENOENT) {
+			goto fail;
+		if (unlinkat(dfd, base, 0) && errno != ENOENT) {
 			snprintf(err, errlen, "cannot replace %s: %s", path, strerror(errno));
-			return -1;
+			goto fail;
 		}
 	}
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	int fd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot create %s: %s%s", path, strerror(errno),
 			 errno == EEXIST ? " (a file of that name appeared meanwhile: not "
 			 "overwritten)" : "");
-		return -1;
+		goto fail;
 	}
 	/* the umask may have taken bits away; the mode is the one documented */
 	if (fchmod(fd, mode) || (geteuid() == 0 && fchown(fd, uid, gid))) {
 		snprintf(err, errlen, "cannot set the owner or mode of %s: %s", path,
 			 strerror(errno));
 		close(fd);
-		unlink(path);
-		return -1;
+		unlinkat(dfd, base, 0);
+		goto fail;
 	}
+	close(dfd);
 	return fd;
+fail:
+	close(dfd);
+	return -1;
 }

@@ -9,7 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <sys/fsuid.h>
 #include <unistd.h>
+#include <lua.h>
+#include <lauxlib.h>
 
 /* A decimal id from the environment, or -1 when missing or not a number. */
 static long env_id(const char *name)
@@ -142,4 +146,59 @@ int dc_trust_search_dir(const char *dir, const char *what, char *err, size_t err
 	if (check_dir(r, what, label, 1, err, errlen))
 		return -1;
 	return check_parents(r, what, label, err, errlen);
+}
+
+static int script_depth;
+
+void dc_trust_enter_script(void)
+{
+	const struct dc_invoker *iv = dc_invoker();
+	if (script_depth++ == 0 && iv->sudo && iv->root && iv->uid != 0) {
+		setfsgid(iv->gid);
+		setfsuid(iv->uid);
+	}
+}
+
+void dc_trust_leave_script(void)
+{
+	const struct dc_invoker *iv = dc_invoker();
+	if (--script_depth == 0 && iv->sudo && iv->root && iv->uid != 0) {
+		setfsuid(0);
+		setfsgid(0);
+	}
+}
+
+int dc_trust_load(lua_State *L, const char *path, const char *name)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		lua_pushfstring(L, "cannot open %s: %s", name, strerror(errno));
+		return LUA_ERRFILE;
+	}
+	luaL_Buffer b;
+	luaL_buffinit(L, &b);
+	char chunk[8192];
+	ssize_t n;
+	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
+		luaL_addlstring(&b, chunk, (size_t)n);
+	int e = errno;
+	close(fd);
+	luaL_pushresult(&b);
+	if (n < 0) {
+		lua_pop(L, 1);
+		lua_pushfstring(L, "cannot read %s: %s", name, strerror(e));
+		return LUA_ERRFILE;
+	}
+	size_t len;
+	const char *text = lua_tolstring(L, -1, &len);
+	size_t skip = 0;
+	if (len > 0 && text[0] == '#') /* a #! line: skipped, its newline kept for line numbers */
+		while (skip < len && text[skip] != '\n')
+			skip++;
+	lua_pushfstring(L, "@%s", name);
+	int st = luaL_loadbufferx(L, text + skip, len - skip, lua_tostring(L, -1), "t");
+	/* stack: text, chunkname, chunk-or-message: keep the last only */
+	lua_insert(L, -3);
+	lua_pop(L, 2);
+	return st;
 }

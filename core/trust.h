@@ -36,4 +36,22 @@ int dc_trust_file(const char *path, const char *what, char *real, size_t reallen
  * passes (nothing can be found there). Not root: 0. Returns 0, or -1 with err. */
 int dc_trust_search_dir(const char *dir, const char *what, char *err, size_t errlen);
 
+/* Around every run of script code (its top level, each callback, each luv callback;
+ * nesting counted): under sudo, file system access takes the invoking user's rights:
+ * setfsuid(2)/setfsgid(2) to SUDO_UID/SUDO_GID, which also drops CAP_DAC_OVERRIDE and the
+ * other file capabilities from the effective set (capabilities(7) "Effect of user ID
+ * changes on capabilities"); leaving restores root's. So a user's script opens only what
+ * the user could (not /proc/self/mem of the tracer, not /etc); the BPF calls are not file
+ * accesses and keep working. A no-op unless root under sudo. */
+void dc_trust_enter_script(void);
+void dc_trust_leave_script(void);
+
+/* Loads the Lua chunk of file `path` (a trusted, resolved path from dc_trust_file) as text
+ * ("t": no bytecode), named `name` in messages ("@name"), read through one descriptor
+ * opened O_NOFOLLOW: what was checked is what runs. A first line starting with '#' is
+ * skipped as luaL_loadfilex does. Returns a lua_load status; the error message is pushed
+ * on failure, the chunk on success. */
+struct lua_State;
+int dc_trust_load(struct lua_State *L, const char *path, const char *name);
+
 #endif

@@ -187,6 +187,23 @@ for call, name in (('os.execute("touch %s")' % marker, "os.execute"),
         r = run(cmd)
         one_line(r, "box.lua:3: %s is not available without --unsafe" % name, "%s %s" % (cmd[0], name))
     check(not os.path.exists(marker), "%s started nothing" % name)
+s = write(os.path.join(d, "env.lua"), POSIX + 'require("luv").os_setenv("LD_PRELOAD", "/x.so")\n')
+r = run(["run", s, "--", "/bin/true"])
+one_line(r, "env.lua:3: uv.os_setenv is not available without --unsafe", "uv.os_setenv")
+# under sudo a script opens files with the sudo caller's rights (setfsuid): not the
+# tracer's own memory (/proc/self/mem: how native code could be written in), not root's files
+rootonly = os.path.join(d, "rootonly")
+os.mkdir(rootonly, 0o700)
+sudo_env = dict(os.environ, SUDO_UID=str(NOBODY), SUDO_GID=str(NOBODY), SUDO_USER="nobody")
+for target, line in (("/proc/self/mem", 'assert(io.open("/proc/self/mem", "r+b"))'),
+                     (rootonly + "/x", 'assert(io.open("%s/x", "w"))' % rootonly)):
+    s = write(os.path.join(d, "fs.lua"), POSIX + line + "\n")
+    r = run(["run", "-o", d, s, "--", "/bin/true"], env=sudo_env)
+    one_line(r, "fs.lua:3: %s: Permission denied" % target, "under sudo, io.open of %s" % target)
+check(not os.path.exists(rootonly + "/x"), "under sudo the script created nothing in root's directory")
+r = run(["run", "-q", "-o", d, write(os.path.join(d, "ok.lua"), POSIX + 'assert(io.open("%s/x", "w"))\n'
+         % rootonly), "--", "/bin/true"])
+equal(r.returncode, 0, "as root itself the same script writes there (%s)" % r.stderr)
 s = write(os.path.join(d, "dump.lua"), POSIX + 'assert(load(string.dump(function() end)))\n')
 r = run(["run", s, "--", "/bin/true"])
 one_line(r, "load: binary chunks are not available without --unsafe", "a binary chunk")
