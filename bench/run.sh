@@ -108,7 +108,7 @@ bt() {
 dc() {
 	local t0 t1 tr=$OUT/$1-$R.pfw.gz
 	t0=$(now)
-	peak "$DC" run -q --buffer-size "$5" "${@:6}" "$2" -o "$tr" -- "$OUT/loop" "$3" "$OUT/small" "$4" \
+	peak "$DC" run -q --force --buffer-size "$5" "${@:6}" "$2" -o "$tr" -- "$OUT/loop" "$3" "$OUT/small" "$4" \
 		>"$OUT/dc.out" 2>"$OUT/dc.err" || die "datacrumbs failed: $(cat "$OUT/dc.err")"
 	t1=$(now)
 	echo "variant=$1 round=$R procs=$4 buffer=$5 $(loopline "$OUT/dc.out") t0=$t0 t1=$t1" \

@@ -26,7 +26,7 @@ ns() { grep -m1 -o 'elapsed_ns=[0-9]*' "$1" | cut -d= -f2; }
 for r in $(seq "$ROUNDS"); do
 	"$OUT/fwrite" "$N" >"$OUT/bare.out"
 	bpftrace -e "$BT" -c "$OUT/fwrite $N" >"$OUT/bt.out" 2>&1 || die "bpftrace: $(cat "$OUT/bt.out")"
-	DATACRUMBS_SCRIPT_PATH=$here "$DC" run fwrite.lua -o "$OUT/t.pfw.gz" -- "$OUT/fwrite" "$N" \
+	DATACRUMBS_SCRIPT_PATH=$here "$DC" run fwrite.lua --force -o "$OUT/t.pfw.gz" -- "$OUT/fwrite" "$N" \
 		>"$OUT/dc.out" 2>"$OUT/dc.err" || die "datacrumbs: $(cat "$OUT/dc.err")"
 	ev=$(grep -o '[0-9]* events written' "$OUT/dc.err" | cut -d' ' -f1)
 	echo "$r $(ns "$OUT/bare.out") $(ns "$OUT/bt.out") $(ns "$OUT/dc.out") $ev" >>"$OUT/res"
