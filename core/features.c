@@ -497,20 +497,29 @@ out:
 	close_all(&f);
 }
 
-int dc_link_uprobe_multi(int prog_fd, const char *path, const __u64 *offsets,
-			 const __u64 *cookies, unsigned cnt, int ret, int pid)
+/* BPF_LINK_CREATE of a uprobe_multi link of attach type `type` (multi or session) with
+ * uflags; returns the link fd or -1 with errno (bpf(2)). */
+static int link_multi(int prog_fd, int type, const char *path, const __u64 *offsets,
+		      const __u64 *cookies, unsigned cnt, unsigned uflags, int pid)
 {
 	struct dc_link_create_uprobe_multi a;
 	memset(&a, 0, sizeof(a));
 	a.prog_fd = prog_fd;
-	a.attach_type = DC_BPF_TRACE_UPROBE_MULTI;
+	a.attach_type = type;
 	a.path = (unsigned long)path;
 	a.offsets = (unsigned long)offsets;
 	a.cookies = (unsigned long)cookies;
 	a.cnt = cnt;
-	a.uflags = ret ? DC_BPF_F_UPROBE_MULTI_RETURN : 0;
+	a.uflags = uflags;
 	a.pid = pid > 0 ? pid : 0;
 	return syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+}
+
+int dc_link_uprobe_multi(int prog_fd, const char *path, const __u64 *offsets,
+			 const __u64 *cookies, unsigned cnt, int ret, int pid)
+{
+	return link_multi(prog_fd, DC_BPF_TRACE_UPROBE_MULTI, path, offsets, cookies, cnt,
+			  ret ? DC_BPF_F_UPROBE_MULTI_RETURN : 0, pid);
 }
 
 /* A uprobe_multi link on getpid, this process only, fired once. */
@@ -552,16 +561,8 @@ out:
 int dc_link_uprobe_session(int prog_fd, const char *path, const __u64 *offsets,
 			   const __u64 *cookies, unsigned cnt, int pid)
 {
-	struct dc_link_create_uprobe_multi a;
-	memset(&a, 0, sizeof(a));
-	a.prog_fd = prog_fd;
-	a.attach_type = DC_BPF_TRACE_UPROBE_SESSION;
-	a.path = (unsigned long)path;
-	a.offsets = (unsigned long)offsets;
-	a.cookies = (unsigned long)cookies;
-	a.cnt = cnt;
-	a.pid = pid > 0 ? pid : 0;
-	return syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+	return link_multi(prog_fd, DC_BPF_TRACE_UPROBE_SESSION, path, offsets, cookies, cnt, 0,
+			  pid);
 }
 
 /* Loads "map[key] += 1; return ret" as a session uprobe program (fd, or -errno): run
@@ -644,11 +645,14 @@ out:
 	close_all(&f);
 }
 
-int dc_feature_uprobe_session(char *reason, size_t reasonlen)
+/* Runs one check on libc's getpid in this process, unless env var `off` is set; the
+ * answer of dc_feature_uprobe_session / dc_feature_uprobe_multi. */
+static int quick_check(const char *off, void (*check)(const struct ctx *, struct dc_feature_result *),
+		       char *reason, size_t reasonlen)
 {
 	struct dc_feature_result r = { .ok = DC_FEAT_NO, .reason = "" };
-	if (getenv("DATACRUMBS_NO_UPROBE_SESSION")) {
-		say(&r, DC_FEAT_NO, "DATACRUMBS_NO_UPROBE_SESSION is set");
+	if (getenv(off)) {
+		say(&r, DC_FEAT_NO, "%s is set", off);
 	} else {
 		struct ctx c;
 		memset(&c, 0, sizeof(c));
@@ -656,7 +660,7 @@ int dc_feature_uprobe_session(char *reason, size_t reasonlen)
 		c.map_errno = c.map_fd < 0 ? errno : 0;
 		track(c.map_fd);
 		find_libc_getpid(&c);
-		check_uprobe_session(&c, &r);
+		check(&c, &r);
 		if (c.map_fd >= 0)
 			close(c.map_fd);
 		await_freed();
@@ -666,26 +670,14 @@ int dc_feature_uprobe_session(char *reason, size_t reasonlen)
 	return r.ok == DC_FEAT_YES;
 }
 
+int dc_feature_uprobe_session(char *reason, size_t reasonlen)
+{
+	return quick_check("DATACRUMBS_NO_UPROBE_SESSION", check_uprobe_session, reason, reasonlen);
+}
+
 int dc_feature_uprobe_multi(char *reason, size_t reasonlen)
 {
-	struct dc_feature_result r = { .ok = DC_FEAT_NO, .reason = "" };
-	if (getenv("DATACRUMBS_NO_UPROBE_MULTI")) {
-		say(&r, DC_FEAT_NO, "DATACRUMBS_NO_UPROBE_MULTI is set");
-	} else {
-		struct ctx c;
-		memset(&c, 0, sizeof(c));
-		c.map_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "dc_feat", 4, 8, K_NR, NULL);
-		c.map_errno = c.map_fd < 0 ? errno : 0;
-		track(c.map_fd);
-		find_libc_getpid(&c);
-		check_uprobe_multi(&c, &r);
-		if (c.map_fd >= 0)
-			close(c.map_fd);
-		await_freed();
-	}
-	if (reason && reasonlen)
-		snprintf(reason, reasonlen, "%s", r.reason);
-	return r.ok == DC_FEAT_YES;
+	return quick_check("DATACRUMBS_NO_UPROBE_MULTI", check_uprobe_multi, reason, reasonlen);
 }
 
 /* Is tracefs mounted at dir? (statfs(2) f_type, include/uapi/linux/magic.h) */

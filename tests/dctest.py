@@ -135,10 +135,9 @@ def calls(events, cat="POSIX"):
     return [e for e in events if e.get("ph") == "X" and e["cat"] == cat]
 
 
-def held_ids(key):
-    """Ids of BPF objects some live process holds an fd of: key "link_id" or "prog_id"
-    (the fdinfo field)."""
-    held = set()
+def holders(key):
+    """fdinfo key ("prog_id", "link_id") -> {id: set of pids holding an fd of it}."""
+    held = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -153,8 +152,14 @@ def held_ids(key):
             except OSError:
                 continue
             if m:
-                held.add(int(m.group(1)))
+                held.setdefault(int(m.group(1)), set()).add(int(d))
     return held
+
+
+def held_ids(key):
+    """Ids of BPF objects some live process holds an fd of: key "link_id" or "prog_id"
+    (the fdinfo field)."""
+    return set(holders(key))
 
 
 def orphan_links():

@@ -38,25 +38,7 @@ def program_names(d):
     return names
 
 
-def holders(key):
-    """fdinfo key ("prog_id", "link_id") -> {id: set of pids holding an fd of it}."""
-    held = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            fds = os.listdir("/proc/%s/fdinfo" % d)
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                with open("/proc/%s/fdinfo/%s" % (d, fd)) as f:
-                    m = re.search(r"^%s:\s*(\d+)" % key, f.read(), re.M)
-            except OSError:
-                continue
-            if m:
-                held.setdefault(int(m.group(1)), set()).add(int(d))
-    return held
+holders = dctest.holders
 
 
 def exe(pid):
