@@ -352,16 +352,18 @@ static void on_sigfd(uv_poll_t *h, int status, int events)
 	}
 }
 
+/* The signals a run forwards to the command or ends on, read through the signalfd. */
+static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+#define NFORWARDED (sizeof(forwarded) / sizeof(forwarded[0]))
+
 /* Blocks the forwarded signals and opens their signalfd (before anything else, so a
  * Ctrl-C during start-up is not lost). Returns 0, or -1 with errno. */
 static int block_signals(struct session *s)
 {
 	sigset_t set;
 	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGQUIT);
+	for (size_t i = 0; i < NFORWARDED; i++)
+		sigaddset(&set, forwarded[i]);
 	if (sigprocmask(SIG_BLOCK, &set, &s->oldmask))
 		return -1;
 	s->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
@@ -648,13 +650,12 @@ static int check_pid_owner(int pid, char *err, size_t errlen)
  * signalfd: its number, or 0. Lets every set-up step end the run promptly. */
 static int pending_signal(void)
 {
-	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 	sigset_t p;
 	if (sigpending(&p))
 		return 0;
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		if (sigismember(&p, sigs[i]))
-			return sigs[i];
+	for (size_t i = 0; i < NFORWARDED; i++)
+		if (sigismember(&p, forwarded[i]))
+			return forwarded[i];
 	return 0;
 }
 
