@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+
 static const char main_help[] =
 "usage: datacrumbs COMMAND [ARGS]\n"
 "\n"
@@ -89,41 +91,10 @@ static int usage_error(const char *fmt, const char *what)
 	return 2;
 }
 
-/* Parses a size with an optional K/M/G suffix; 0 on error. */
-static size_t parse_size(const char *s)
+int dc_mode_of(const char *name)
 {
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return 0;
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	}
-	if (*end == 'B' || *end == 'b')
-		end++;
-	return *end ? 0 : (size_t)v;
-}
-
-unsigned long long dc_parse_duration(const char *s)
-{
-	static const struct { const char *unit; double ns; } units[] = {
-		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "m", 60e9 },
-		{ "h", 3600e9 }, { "", 1e9 },
-	};
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || !(v > 0) || v > 1e7)
-		return 0;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (!strcmp(end, units[i].unit)) {
-			double ns = v * units[i].ns;
-			return ns >= 1 && ns < 1e19 ? (unsigned long long)ns : 0;
-		}
-	return 0;
+	return !strcmp(name, "trace") ? DC_MODE_TRACE
+	       : !strcmp(name, "profile") ? DC_MODE_PROFILE : 0;
 }
 
 /* The value of option `name` at argv[*i] (as "--opt=V" or "--opt V"); NULL if missing. */
@@ -190,7 +161,7 @@ int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
 			o->compress = 0;
 		} else if (IS("--buffer-size")) {
 			const char *v = opt_value(argc, argv, &i, eq);
-			size_t sz = v ? parse_size(v) : 0;
+			size_t sz = v ? dc_parse_size(v) : 0;
 			if (sz < (64u << 10) || (sz & (sz - 1)) || sz > (1ul << 30))
 				return usage_error("--buffer-size must be a power of two from 64K "
 						   "to 1G, got '%s'", v ? v : "");
@@ -205,11 +176,8 @@ int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
 			o->flush_ms = ms;
 		} else if (IS("--mode")) {
 			const char *v = opt_value(argc, argv, &i, eq);
-			if (v && !strcmp(v, "trace"))
-				o->mode = DC_MODE_TRACE;
-			else if (v && !strcmp(v, "profile"))
-				o->mode = DC_MODE_PROFILE;
-			else
+			o->mode = v ? dc_mode_of(v) : 0;
+			if (!o->mode)
 				return usage_error("--mode is trace or profile, got '%s'", v ? v : "");
 		} else if (IS("--interval")) {
 			const char *v = opt_value(argc, argv, &i, eq);

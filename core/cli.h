@@ -25,12 +25,11 @@ struct dc_opts {
 };
 
 enum { DC_MODE_TRACE = 1, DC_MODE_PROFILE = 2 };
+/* The mode --mode or dc.mode names: "trace" or "profile". Returns DC_MODE_*, 0 for any
+ * other text. */
+int dc_mode_of(const char *name);
 #define DC_INTERVAL_MIN_NS 10000000ULL        /* profile intervals: 10 ms ... */
 #define DC_INTERVAL_MAX_NS 86400000000000ULL  /* ... to a day */
-
-/* Parses a duration: a number with a unit, ns, us, ms, s, m or h ("500ms", "1s", "1.5s");
- * a bare number is seconds. Returns the nanoseconds, or 0 when s is not a duration. */
-unsigned long long dc_parse_duration(const char *s);
 
 /* Parses `datacrumbs ARGS`. Returns 0 when o is ready for `run`; 1 when help or the
  * version was printed (exit 0); 2 after printing a one-line usage error (exit 2). */

@@ -13,6 +13,7 @@
 #include "mpi.h"
 #include "profile.h"
 #include "record.h"
+#include "util.h"
 
 #define NAME_SLOTS 4096  /* open addressing; pids and threads seen, grows by rehash */
 
@@ -36,8 +37,7 @@ struct dc_consumer {
 	uint64_t written, dropped, own_ids;
 	struct dc_profile *prof;   /* totals, and profile mode's aggregates (profiling) */
 	int profiling;             /* profile mode: calls are aggregated, not written */
-	struct seen *seen;
-	size_t nseen, capseen;
+	struct dc_htab seen;       /* of struct seen, NAME_SLOTS at first */
 	struct dc_record rec;      /* reused for every event */
 	char path[DC_PATH_MAX * 2];
 };
@@ -50,38 +50,34 @@ static uint64_t hash64(uint64_t k)
 	return k;
 }
 
+static uint64_t seen_hash(const void *slot)
+{
+	return hash64(((const struct seen *)slot)->key);
+}
+
+static int seen_used(const void *slot)
+{
+	return ((const struct seen *)slot)->key != 0;
+}
+
+static int seen_eq(const void *slot, const void *key)
+{
+	return ((const struct seen *)slot)->key == *(const uint64_t *)key;
+}
+
 /* Finds or adds the seen-slot for key; *added tells whether it is new. */
 static struct seen *seen_slot(struct dc_consumer *c, uint64_t key, int *added)
 {
-	if ((c->nseen + 1) * 2 > c->capseen) {
-		size_t cap = c->capseen ? c->capseen * 2 : NAME_SLOTS;
-		struct seen *n = calloc(cap, sizeof(*n));
-		if (!n) {
-			perror("datacrumbs: out of memory");
-			abort();
-		}
-		for (size_t i = 0; i < c->capseen; i++) {
-			if (!c->seen[i].key)
-				continue;
-			size_t j = hash64(c->seen[i].key) & (cap - 1);
-			while (n[j].key)
-				j = (j + 1) & (cap - 1);
-			n[j] = c->seen[i];
-		}
-		free(c->seen);
-		c->seen = n;
-		c->capseen = cap;
-	}
-	size_t j = hash64(key) & (c->capseen - 1);
-	while (c->seen[j].key && c->seen[j].key != key)
-		j = (j + 1) & (c->capseen - 1);
-	*added = !c->seen[j].key;
+	if (dc_htab_reserve(&c->seen))
+		dc_oom();
+	struct seen *s = dc_htab_find(&c->seen, hash64(key), seen_eq, &key);
+	*added = !s->key;
 	if (*added) {
-		c->seen[j].key = key;
-		c->seen[j].rank = -1;
-		c->nseen++;
+		s->key = key;
+		s->rank = -1;
+		c->seen.n++;
 	}
-	return &c->seen[j];
+	return s;
 }
 
 /* Names process pid (process_name record) and remembers the name for its children. */
@@ -557,6 +553,8 @@ struct dc_consumer *dc_consumer_new(struct dc_bpf *b, struct dc_writer *w,
 	c->w = w;
 	c->script = script;
 	c->mono_to_real_ns = mono_to_real_ns;
+	c->seen = (struct dc_htab){ .size = sizeof(struct seen), .first = NAME_SLOTS,
+				    .hash = seen_hash, .used = seen_used };
 	/* what the per-event path asks of each probe's description, found once here */
 	c->flags_arg = malloc(dc_bpf_nprobes(b) + 1);
 	if (!c->flags_arg) {
@@ -650,7 +648,7 @@ void dc_consumer_free(struct dc_consumer *c)
 		return;
 	ring_buffer__free(c->rb);
 	free(c->flags_arg);
-	free(c->seen);
+	dc_htab_free(&c->seen);
 	free(c);
 	dc_files_clear();
 }

@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util.h"
+
 #define SCRIPT_DEPTH 4          /* #! interpreters followed, as binfmt_script allows */
 #define CONF_DEPTH 8            /* nested `include` levels in /etc/ld.so.conf */
 #define VERSYM_HIDDEN 0x8000    /* .gnu.version: non-default (name@VER) symbol */
@@ -162,8 +164,9 @@ static int make_absolute(const char *path, char *out, size_t outlen)
 
 int dc_elf_which(const char *binary, char *out, size_t outlen, char *err, size_t errlen)
 {
-	const char *path, *p, *end;
+	const char *path, *p;
 	char cand[PATH_MAX];
+	size_t dlen;
 	int rc, saw_eacces = 0;
 
 	if (!binary || !*binary) {
@@ -191,13 +194,7 @@ int dc_elf_which(const char *binary, char *out, size_t outlen, char *err, size_t
 	path = getenv("PATH");
 	if (!path)
 		path = "/bin:/usr/bin";
-	for (p = path;; p = end + 1) {
-		size_t dlen;
-
-		end = strchr(p, ':');
-		if (!end)
-			end = p + strlen(p);
-		dlen = (size_t)(end - p);
+	while ((p = dc_list_next(&path, ":", &dlen))) {
 		if (dlen == 0)
 			rc = snprintf(cand, sizeof cand, "%s", binary);
 		else
@@ -214,8 +211,6 @@ int dc_elf_which(const char *binary, char *out, size_t outlen, char *err, size_t
 			if (rc == EACCES)
 				saw_eacces = 1;
 		}
-		if (*end == '\0')
-			break;
 	}
 	if (saw_eacces)
 		set_err(err, errlen, "%s: Permission denied (not executable)", binary);
@@ -409,16 +404,11 @@ static int candidate_ok(const struct search *sr, const char *path)
 static int search_list(const struct search *sr, const char *list, const char *origin,
 		       const char *name, char *out, size_t outlen)
 {
-	const char *p, *end;
+	const char *p;
 	char dir[PATH_MAX], exp[PATH_MAX];
+	size_t dlen;
 
-	if (!list)
-		return 0;
-	for (p = list;; p = end + 1) {
-		size_t dlen;
-
-		end = p + strcspn(p, ":;");
-		dlen = (size_t)(end - p);
+	while ((p = dc_list_next(&list, ":;", &dlen))) {
 		if (dlen < sizeof dir) {
 			memcpy(dir, p, dlen);
 			dir[dlen] = '\0';
@@ -429,8 +419,6 @@ static int search_list(const struct search *sr, const char *list, const char *or
 			    candidate_ok(sr, out))
 				return 1;
 		}
-		if (*end == '\0')
-			break;
 	}
 	return 0;
 }

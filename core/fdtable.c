@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util.h"
+
 struct dir_entry {
 	uint64_t dirp;
 	char *path;
@@ -44,8 +46,19 @@ struct inode_entry {
 	uint64_t dev, ino;
 	char *path;         /* NULL: empty slot */
 };
-static struct inode_entry *inodes;
-static size_t ninodes, capinodes;
+static uint64_t inode_hash(const void *slot)
+{
+	const struct inode_entry *e = slot;
+	return (e->ino * 0x9e3779b97f4a7c15ULL) ^ e->dev;
+}
+
+static int inode_used(const void *slot)
+{
+	return ((const struct inode_entry *)slot)->path != NULL;
+}
+
+static struct dc_htab inodes = { .size = sizeof(struct inode_entry), .first = 1024,
+				 .hash = inode_hash, .used = inode_used };
 
 static struct dc_proc_files **slot_of(int pid)
 {
@@ -53,26 +66,6 @@ static struct dc_proc_files **slot_of(int pid)
 	while (*pp && (*pp)->pid != pid)
 		pp = &(*pp)->next;
 	return pp;
-}
-
-static char *xstrdup(const char *s)
-{
-	char *d = strdup(s);
-	if (!d) {
-		perror("datacrumbs: out of memory");
-		abort();
-	}
-	return d;
-}
-
-static void *xrealloc(void *p, size_t n)
-{
-	p = realloc(p, n);
-	if (!p) {
-		perror("datacrumbs: out of memory");
-		abort();
-	}
-	return p;
 }
 
 struct dc_proc_files *dc_files_find(int pid)
@@ -84,13 +77,9 @@ struct dc_proc_files *dc_files_get(int pid)
 {
 	struct dc_proc_files **pp = slot_of(pid);
 	if (!*pp) {
-		struct dc_proc_files *p = calloc(1, sizeof(*p));
-		if (!p) {
-			perror("datacrumbs: out of memory");
-			abort();
-		}
+		struct dc_proc_files *p = dc_xcalloc(1, sizeof(*p));
 		p->pid = pid;
-		p->cwd = xstrdup("/");
+		p->cwd = dc_xstrdup("/");
 		*pp = p;
 	}
 	return *pp;
@@ -120,12 +109,17 @@ void dc_files_exit(int pid)
 	free_proc(p);
 }
 
-static size_t inode_slot(struct inode_entry *t, size_t cap, uint64_t dev, uint64_t ino)
+static int inode_eq(const void *slot, const void *key)
 {
-	size_t i = (size_t)((ino * 0x9e3779b97f4a7c15ULL) ^ dev) & (cap - 1);
-	while (t[i].path && (t[i].dev != dev || t[i].ino != ino))
-		i = (i + 1) & (cap - 1);
-	return i;
+	const struct inode_entry *e = slot, *k = key;
+	return e->dev == k->dev && e->ino == k->ino;
+}
+
+/* The slot of (dev, ino): its entry, or the empty one to fill (the table has slots). */
+static struct inode_entry *inode_slot(uint64_t dev, uint64_t ino)
+{
+	struct inode_entry k = { .dev = dev, .ino = ino };
+	return dc_htab_find(&inodes, inode_hash(&k), inode_eq, &k);
 }
 
 void dc_files_note_inode(const char *abs)
@@ -137,42 +131,31 @@ void dc_files_note_inode(const char *abs)
 
 void dc_files_set_inode(uint64_t dev, uint64_t ino, const char *abs)
 {
-	if ((ninodes + 1) * 2 > capinodes) {
-		size_t cap = capinodes ? capinodes * 2 : 1024;
-		struct inode_entry *t = calloc(cap, sizeof(*t));
-		if (!t)
-			return;
-		for (size_t i = 0; i < capinodes; i++)
-			if (inodes[i].path)
-				t[inode_slot(t, cap, inodes[i].dev, inodes[i].ino)] = inodes[i];
-		free(inodes);
-		inodes = t;
-		capinodes = cap;
-	}
-	struct inode_entry *e = &inodes[inode_slot(inodes, capinodes, dev, ino)];
+	if (dc_htab_reserve(&inodes))
+		dc_oom();
+	struct inode_entry *e = inode_slot(dev, ino);
 	if (e->path && !strcmp(e->path, abs))
 		return;
-	char *c = xstrdup(abs);
+	char *c = dc_xstrdup(abs);
 	if (!e->path)
-		ninodes++;
+		inodes.n++;
 	free(e->path);
 	*e = (struct inode_entry){ .dev = dev, .ino = ino, .path = c };
 }
 
 const char *dc_files_inode(uint64_t dev, uint64_t ino)
 {
-	if (!capinodes)
+	if (!inodes.cap)
 		return NULL;
-	return inodes[inode_slot(inodes, capinodes, dev, ino)].path;
+	return inode_slot(dev, ino)->path;
 }
 
 void dc_files_clear(void)
 {
-	for (size_t i = 0; i < capinodes; i++)
-		free(inodes[i].path);
-	free(inodes);
-	inodes = NULL;
-	ninodes = capinodes = 0;
+	struct inode_entry *ie = inodes.slots;
+	for (size_t i = 0; i < inodes.cap; i++)
+		free(ie[i].path);
+	dc_htab_free(&inodes);
 	for (int b = 0; b < NBUCKETS; b++) {
 		while (buckets[b]) {
 			struct dc_proc_files *p = buckets[b];
@@ -248,7 +231,7 @@ int dc_files_from_proc(int pid)
 
 void dc_files_set_cwd(struct dc_proc_files *p, const char *abs)
 {
-	char *c = xstrdup(abs);
+	char *c = dc_xstrdup(abs);
 	free(p->cwd);
 	p->cwd = c;
 }
@@ -263,12 +246,12 @@ void dc_files_set_fd_at(struct dc_proc_files *p, long fd, const char *abs, uint6
 		long n = p->nfds ? p->nfds : 16;
 		while (n <= fd)
 			n *= 2;
-		p->fds = xrealloc(p->fds, n * sizeof(*p->fds));
+		p->fds = dc_xrealloc(p->fds, n * sizeof(*p->fds));
 		memset(p->fds + p->nfds, 0, (n - p->nfds) * sizeof(*p->fds));
 		p->nfds = n;
 	}
 	struct fd_slot *s = &p->fds[fd];
-	char *c = abs ? xstrdup(abs) : NULL;
+	char *c = abs ? dc_xstrdup(abs) : NULL;
 	if (s->path) { /* closed, or replaced (dup2): remember what it was */
 		free(s->old);
 		s->old = s->path;
@@ -309,7 +292,7 @@ void dc_files_set_dir(struct dc_proc_files *p, uint64_t dirp, const char *abs)
 			continue;
 		free(p->dirs[i].path);
 		if (abs) {
-			p->dirs[i].path = xstrdup(abs);
+			p->dirs[i].path = dc_xstrdup(abs);
 		} else {
 			p->dirs[i] = p->dirs[--p->ndirs];
 		}
@@ -319,10 +302,10 @@ void dc_files_set_dir(struct dc_proc_files *p, uint64_t dirp, const char *abs)
 		return;
 	if (p->ndirs == p->capdirs) {
 		p->capdirs = p->capdirs ? p->capdirs * 2 : 8;
-		p->dirs = xrealloc(p->dirs, p->capdirs * sizeof(*p->dirs));
+		p->dirs = dc_xrealloc(p->dirs, p->capdirs * sizeof(*p->dirs));
 	}
 	p->dirs[p->ndirs].dirp = dirp;
-	p->dirs[p->ndirs].path = xstrdup(abs);
+	p->dirs[p->ndirs].path = dc_xstrdup(abs);
 	p->ndirs++;
 }
 

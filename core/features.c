@@ -24,13 +24,9 @@
 #include <bpf/libbpf.h>
 
 #include "elfsym.h"
+#include "util.h"
+#include "writer.h"
 
-#ifndef CAP_PERFMON
-#define CAP_PERFMON 38
-#endif
-#ifndef CAP_BPF
-#define CAP_BPF 39
-#endif
 #ifndef TRACEFS_MAGIC
 #define TRACEFS_MAGIC 0x74726163
 #endif
@@ -1043,15 +1039,8 @@ static void check_btf(struct ctx *c, struct dc_feature_result *r)
 
 static void check_caps(struct dc_features *f)
 {
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
-	struct __user_cap_data_struct d[2];
-	memset(d, 0, sizeof(d));
-	if (syscall(__NR_capget, &h, d))
-		memset(d, 0, sizeof(d));
-	for (int i = 0; i < DC_CAP_NR; i++) {
-		int cap = caps[i].cap;
-		f->caps[i] = (d[cap / 32].effective >> (cap % 32)) & 1;
-	}
+	for (int i = 0; i < DC_CAP_NR; i++)
+		f->caps[i] = dc_cap_effective(caps[i].cap) == 1; /* capget failing: none */
 }
 
 /* libbpf's own diagnostics: the reasons here say it better; DATACRUMBS_DEBUG shows them. */
@@ -1252,19 +1241,15 @@ static void print_text(const struct dc_features *f)
 		printf("datacrumbs: %s\n", not_root_msg);
 }
 
+/* Prints s as a JSON string, escaped as the trace's strings are (writer.h). */
 static void json_str(const char *s)
 {
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char ch = *s;
-		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
-		else if (ch < 0x20)
-			printf("\\u%04x", ch);
-		else
-			putchar(ch);
-	}
-	putchar('"');
+	size_t n = strlen(s);
+	char small[512], *buf = n * 6 <= sizeof(small) ? small : malloc(n * 6);
+	long o = buf ? dc_json_escape(buf, buf == small ? sizeof(small) : n * 6, s, n) : -1;
+	printf("\"%.*s\"", o < 0 ? 0 : (int)o, buf ? buf : "");
+	if (buf != small)
+		free(buf);
 }
 
 static const char *json_tri(int v)

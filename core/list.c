@@ -14,6 +14,7 @@
 
 #include "elfsym.h"
 #include "paths.h"
+#include "util.h"
 
 static const char list_help[] =
 "usage: datacrumbs list\n"
@@ -45,20 +46,23 @@ struct seen_dirs {
 	void *arg;
 };
 
-static void offer_dir(struct seen_dirs *s, const char *dir, size_t len, const char *origin)
+/* dc_script_path_each callback: offers one directory, once (by its real path). */
+static int offer_dir(const char *dir, size_t len, const char *origin, void *arg)
 {
+	struct seen_dirs *s = arg;
 	char d[PATH_MAX], real[PATH_MAX];
 	if (!len || len >= sizeof(d))
-		return;
+		return 0;
 	snprintf(d, sizeof(d), "%.*s", (int)len, dir);
 	if (!realpath(d, real))
 		snprintf(real, sizeof(real), "%s", d); /* missing: still shown by name */
 	for (int i = 0; i < s->n; i++)
 		if (!strcmp(s->real[i], real))
-			return;
+			return 0;
 	if (s->n < 16)
 		snprintf(s->real[s->n++], PATH_MAX, "%s", real);
 	s->fn(d, origin, s->arg);
+	return 0;
 }
 
 void dc_script_dirs(void (*fn)(const char *dir, const char *origin, void *arg), void *arg)
@@ -68,17 +72,7 @@ void dc_script_dirs(void (*fn)(const char *dir, const char *origin, void *arg), 
 		return;
 	s->fn = fn;
 	s->arg = arg;
-	const char *dirs = getenv("DATACRUMBS_SCRIPT_PATH");
-	while (dirs && *dirs) {
-		const char *end = strchr(dirs, ':');
-		size_t len = end ? (size_t)(end - dirs) : strlen(dirs);
-		offer_dir(s, dirs, len, "$DATACRUMBS_SCRIPT_PATH");
-		dirs = end ? end + 1 : NULL;
-	}
-	const char *inst = dc_data_dir(DC_DIR_SCRIPTS);
-	offer_dir(s, inst, strlen(inst), "installed");
-	const char *src = dc_source_dir(DC_DIR_SCRIPTS);
-	offer_dir(s, src, strlen(src), "source tree");
+	dc_script_path_each(offer_dir, s);
 	free(s);
 }
 
@@ -272,14 +266,11 @@ int dc_find_elf(const char *name, char *out, size_t outlen, char *err, size_t er
 		snprintf(out, outlen, "%s", real);
 		return 0;
 	}
-	const char *dirs = getenv("LD_LIBRARY_PATH");
-	while (dirs && *dirs) {
-		const char *end = strchr(dirs, ':');
-		size_t len = end ? (size_t)(end - dirs) : strlen(dirs);
-		if (find_in_libdir(dirs, len, name, real, sizeof(real)) == 0)
+	const char *dirs = getenv("LD_LIBRARY_PATH"), *d;
+	size_t len;
+	while (dirs && *dirs && (d = dc_list_next(&dirs, ":", &len)))
+		if (find_in_libdir(d, len, name, real, sizeof(real)) == 0)
 			goto found;
-		dirs = end ? end + 1 : NULL;
-	}
 	for (int i = 0; lib_dirs[i]; i++)
 		if (find_in_libdir(lib_dirs[i], strlen(lib_dirs[i]), name, real, sizeof(real)) == 0)
 			goto found;

@@ -21,6 +21,7 @@
 
 #include "paths.h"
 #include "trust.h"
+#include "util.h"
 
 /* One dc.on_event callback and the events it wants. */
 struct callback {
@@ -76,25 +77,46 @@ const char *dc_rec_keep(struct dc_record *r, const char *s, size_t n)
 	return d;
 }
 
-/* Looks for `file` in a ':'-separated directory list. As root, each directory consulted
- * must pass dc_trust_search_dir and the file found dc_trust_file (`what` names it).
- * Returns 0 with out set when found, -1 when not found, -2 when refused (err set). */
+/* Where a file is looked for: its name, what it is (for the trust checks' messages), the
+ * path found and the error. */
+struct find_ctx {
+	const char *file, *what;
+	char *out, *err;
+	size_t outlen, errlen;
+};
+
+/* Looks for the file in one directory (len bytes of d; 0: none). As root, each directory
+ * consulted must pass dc_trust_search_dir and the file found dc_trust_file. Returns 0 to
+ * go on (not there), 1 when found (out set), -2 when refused (err set). */
+static int find_in_dir(const char *d, size_t len, const char *origin, void *arg)
+{
+	struct find_ctx *fc = arg;
+	char dir[PATH_MAX];
+
+	(void)origin;
+	if (!len)
+		return 0;
+	snprintf(dir, sizeof(dir), "%.*s", (int)len, d);
+	if (dc_trust_search_dir(dir, fc->what, fc->err, fc->errlen))
+		return -2;
+	snprintf(fc->out, fc->outlen, "%s/%s", dir, fc->file);
+	if (access(fc->out, R_OK) == 0)
+		return dc_trust_file(fc->out, fc->what, NULL, 0, fc->err, fc->errlen) ? -2 : 1;
+	return 0;
+}
+
+/* Looks for `file` in a ':'-separated directory list (find_in_dir on each). Returns 0
+ * with out set when found, -1 when not found, -2 when refused (err set). */
 static int find_in_dirs(const char *dirs, const char *file, char *out, size_t outlen,
 			const char *what, char *err, size_t errlen)
 {
-	while (dirs && *dirs) {
-		const char *end = strchr(dirs, ':');
-		size_t len = end ? (size_t)(end - dirs) : strlen(dirs);
-		if (len) {
-			char dir[PATH_MAX];
-			snprintf(dir, sizeof(dir), "%.*s", (int)len, dirs);
-			if (dc_trust_search_dir(dir, what, err, errlen))
-				return -2;
-			snprintf(out, outlen, "%s/%s", dir, file);
-			if (access(out, R_OK) == 0)
-				return dc_trust_file(out, what, NULL, 0, err, errlen) ? -2 : 0;
-		}
-		dirs = end ? end + 1 : NULL;
+	struct find_ctx fc = { file, what, out, err, outlen, errlen };
+	const char *d;
+	size_t len;
+	while (dirs && *dirs && (d = dc_list_next(&dirs, ":", &len))) {
+		int r = find_in_dir(d, len, NULL, &fc);
+		if (r)
+			return r < 0 ? r : 0;
 	}
 	return -1;
 }
@@ -109,15 +131,10 @@ int dc_script_find(const char *name, char *out, size_t outlen, char *err, size_t
 		snprintf(err, errlen, "script %s: %s", name, strerror(errno));
 		return -1;
 	}
-	char dirs[2 * PATH_MAX];
-	snprintf(dirs, sizeof(dirs), "%s:%s", dc_data_dir(DC_DIR_SCRIPTS),
-		 dc_source_dir(DC_DIR_SCRIPTS));
-	int e = find_in_dirs(getenv("DATACRUMBS_SCRIPT_PATH"), name, out, outlen, "script",
-			     err, errlen);
-	if (e == -1)
-		e = find_in_dirs(dirs, name, out, outlen, "script", err, errlen);
-	if (e != -1)
-		return e ? -1 : 0;
+	struct find_ctx fc = { name, "script", out, err, outlen, errlen };
+	int e = dc_script_path_each(find_in_dir, &fc);
+	if (e)
+		return e < 0 ? -1 : 0;
 	snprintf(err, errlen, "script '%s' not found (looked in $DATACRUMBS_SCRIPT_PATH, %s, "
 		 "%s; never in the current directory: for a file there, say ./%s)", name,
 		 dc_data_dir(DC_DIR_SCRIPTS), dc_source_dir(DC_DIR_SCRIPTS), name);
@@ -128,11 +145,11 @@ int dc_script_find(const char *name, char *out, size_t outlen, char *err, size_t
  * ':'-separated list, without ".yaml": the layers a script can ask for. */
 static void list_layers(const char *dirs, char *buf, size_t len)
 {
-	while (dirs && *dirs) {
-		const char *end = strchr(dirs, ':');
-		size_t n = end ? (size_t)(end - dirs) : strlen(dirs);
+	const char *p;
+	size_t n;
+	while (dirs && *dirs && (p = dc_list_next(&dirs, ":", &n))) {
 		char dir[1024];
-		snprintf(dir, sizeof(dir), "%.*s", (int)n, dirs);
+		snprintf(dir, sizeof(dir), "%.*s", (int)n, p);
 		DIR *d = n ? opendir(dir) : NULL;
 		struct dirent *de;
 		while (d && (de = readdir(d))) {
@@ -148,7 +165,6 @@ static void list_layers(const char *dirs, char *buf, size_t len)
 		}
 		if (d)
 			closedir(d);
-		dirs = end ? end + 1 : NULL;
 	}
 }
 
@@ -392,17 +408,10 @@ static int l_uprobe(lua_State *L)
 
 	lua_getfield(L, 1, "ret");
 	const char *ret = luaL_optstring(L, -1, "long");
-	if (!strcmp(ret, "int"))
-		l->tmpl.ret_kind = DC_RET_INT;
-	else if (!strcmp(ret, "pointer"))
-		l->tmpl.ret_kind = DC_RET_POINTER;
-	else if (!strcmp(ret, "errcode"))
-		l->tmpl.ret_kind = DC_RET_ERRCODE;
-	else if (!strcmp(ret, "void"))
-		l->tmpl.ret_kind = DC_RET_VOID;
-	else if (strcmp(ret, "long"))
-		return luaL_error(L, "uprobe: unknown ret '%s' (int, long, pointer, errcode or "
-				  "void)", ret);
+	int rk = dc_ret_kind_of(ret);
+	if (rk < 0)
+		return luaL_error(L, "uprobe: unknown ret '%s' (" DC_RET_NAMES ")", ret);
+	l->tmpl.ret_kind = rk;
 	lua_pop(L, 1);
 	lua_getfield(L, 1, "args");
 	if (!lua_isnil(L, -1)) {
@@ -676,12 +685,10 @@ static int l_mode(lua_State *L)
 	if (s->started)
 		return luaL_error(L, "mode: call it at the script's top level");
 	const char *m = luaL_checkstring(L, 1);
-	if (!strcmp(m, "trace"))
-		s->mode = DC_MODE_TRACE;
-	else if (!strcmp(m, "profile"))
-		s->mode = DC_MODE_PROFILE;
-	else
+	int md = dc_mode_of(m);
+	if (!md)
 		return luaL_error(L, "mode: '%s' is not a mode (trace or profile)", m);
+	s->mode = md;
 	if (lua_gettop(L) > 2)
 		return luaL_error(L, "mode: takes a mode and an interval, got %d arguments",
 				  lua_gettop(L));

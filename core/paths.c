@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util.h"
+
 static const char *const subdirs[] = { "scripts", "probes", "lua" };
 static const char *const configured[] = { DC_SCRIPTS_DIR, DC_PROBES_DIR, DC_LUA_DIR };
 static const char *const in_source[] = { DC_SOURCE_DIR "/scripts", DC_SOURCE_DIR "/probes",
@@ -49,4 +51,22 @@ const char *dc_data_dir(enum dc_dir which)
 const char *dc_source_dir(enum dc_dir which)
 {
 	return (unsigned)which > DC_DIR_LUA ? NULL : in_source[which];
+}
+
+int dc_script_path_each(int (*fn)(const char *dir, size_t len, const char *origin, void *arg),
+			void *arg)
+{
+	const char *cur = getenv("DATACRUMBS_SCRIPT_PATH"), *d, *inst, *src;
+	size_t len;
+	int r;
+
+	/* "while (*dirs)": an empty variable, or its trailing ':', names nothing */
+	while ((d = dc_list_next(&cur, ":", &len)))
+		if (*d && (r = fn(d, len, "$DATACRUMBS_SCRIPT_PATH", arg)))
+			return r;
+	inst = dc_data_dir(DC_DIR_SCRIPTS);
+	if ((r = fn(inst, strlen(inst), "installed", arg)))
+		return r;
+	src = dc_source_dir(DC_DIR_SCRIPTS);
+	return fn(src, strlen(src), "source tree", arg);
 }

@@ -175,6 +175,20 @@ static int each_pair(struct ctx *c, const yaml_node_t *map, const char *const *a
  * One function entry
  * ------------------------------------------------------------------------------------- */
 
+int dc_ret_kind_of(const char *name)
+{
+	static const char *const names[] = {
+		[DC_RET_INT] = "int", [DC_RET_LONG] = "long", [DC_RET_POINTER] = "pointer",
+		[DC_RET_ERRCODE] = "errcode", [DC_RET_VOID] = "void",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strcmp(name, names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
 int dc_arg_parse(const char *text, struct dc_arg *a, char *err, size_t errlen)
 {
 	char buf[128], *kind, *name, *extra, *save = NULL;
@@ -370,19 +384,11 @@ static int func_field(struct ctx *c, const char *key, const yaml_node_t *k,
 
 		if (get_string(c, "ret", v, buf, sizeof buf) != 0)
 			return -1;
-		if (strcmp(buf, "int") == 0)
-			f->ret_kind = DC_RET_INT;
-		else if (strcmp(buf, "long") == 0)
-			f->ret_kind = DC_RET_LONG;
-		else if (strcmp(buf, "pointer") == 0)
-			f->ret_kind = DC_RET_POINTER;
-		else if (strcmp(buf, "errcode") == 0)
-			f->ret_kind = DC_RET_ERRCODE;
-		else if (strcmp(buf, "void") == 0)
-			f->ret_kind = DC_RET_VOID;
-		else
-			return fail(c, node_line(v), "unknown ret '%s' (int, long, pointer, "
-				    "errcode or void)", buf);
+		int k = dc_ret_kind_of(buf);
+
+		if (k < 0)
+			return fail(c, node_line(v), "unknown ret '%s' (" DC_RET_NAMES ")", buf);
+		f->ret_kind = k;
 	}
 	return 0;
 }

@@ -47,6 +47,11 @@ enum dc_ret_kind {
 	DC_RET_ERRCODE,  /* C int, 0 on success, an error code otherwise (MPI_SUCCESS is 0) */
 	DC_RET_VOID,     /* nothing (rewind): no ret is written */
 };
+#define DC_RET_NAMES "int, long, pointer, errcode or void" /* for messages */
+
+/* The kind a description's `ret:` (or dc.uprobe's ret) names: "int", "long", "pointer",
+ * "errcode", "void". Returns the enum dc_ret_kind, or -1 for any other text. */
+int dc_ret_kind_of(const char *name);
 
 /* What a successful call does to the per-process fd table (applied on return). */
 enum dc_effect {

@@ -13,6 +13,7 @@
 #include "fdtable.h"
 #include "lua_api.h"
 #include "record.h"
+#include "util.h"
 #include "writer.h"
 
 #define BATCH 256  /* map entries read per bpf_map_lookup_batch call */
@@ -27,9 +28,9 @@ struct entry {
 	struct dc_agg a;
 };
 
+/* A table of struct entry (util.h dc_htab); its slots as entries: table_e(). */
 struct table {
-	struct entry *e;
-	size_t n, cap;
+	struct dc_htab h;
 };
 
 struct open_e {
@@ -45,8 +46,8 @@ struct dc_profile {
 	uint64_t interval_ns, t0;
 	int64_t mono_to_real;
 	struct table pending, totals;
-	struct open_e *opens; /* (pid, id of the call that opened a handle) -> its path */
-	size_t nopens, capopens;
+	struct dc_htab opens; /* of struct open_e: (pid, id of the call that opened a
+				 handle) -> its path */
 	uint64_t dropped;    /* counter events the script's callbacks dropped */
 	struct dc_record rec;
 };
@@ -72,40 +73,43 @@ static int same(const struct entry *e, int pid, unsigned probe, unsigned interva
 	       (e->path == path || (e->path && path && !strcmp(e->path, path)));
 }
 
-static void *xcalloc(size_t n, size_t sz)
+static struct entry *table_e(const struct table *t)
 {
-	void *p = calloc(n, sz);
-	if (!p) {
-		perror("datacrumbs: out of memory");
-		abort();
-	}
-	return p;
+	return t->h.slots;
+}
+
+static uint64_t entry_hash(const void *slot)
+{
+	const struct entry *e = slot;
+	return key_hash(e->pid, e->probe, e->interval, e->path);
+}
+
+static int entry_used(const void *slot)
+{
+	return ((const struct entry *)slot)->used;
+}
+
+static struct table table_new(void)
+{
+	return (struct table){ { .size = sizeof(struct entry), .first = 1024,
+				 .hash = entry_hash, .used = entry_used } };
+}
+
+static int entry_eq(const void *slot, const void *key)
+{
+	const struct entry *k = key;
+	return same(slot, k->pid, k->probe, k->interval, k->path);
 }
 
 /* The entry for the key, added zeroed (min fields at their maximum) when absent. */
 static struct entry *slot(struct table *t, int pid, unsigned probe, unsigned interval,
 			  const char *path)
 {
-	if ((t->n + 1) * 2 > t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 1024;
-		struct entry *n = xcalloc(cap, sizeof(*n));
-		for (size_t i = 0; i < t->cap; i++) {
-			if (!t->e[i].used)
-				continue;
-			size_t j = key_hash(t->e[i].pid, t->e[i].probe, t->e[i].interval,
-					    t->e[i].path) & (cap - 1);
-			while (n[j].used)
-				j = (j + 1) & (cap - 1);
-			n[j] = t->e[i];
-		}
-		free(t->e);
-		t->e = n;
-		t->cap = cap;
-	}
-	size_t j = key_hash(pid, probe, interval, path) & (t->cap - 1);
-	while (t->e[j].used && !same(&t->e[j], pid, probe, interval, path))
-		j = (j + 1) & (t->cap - 1);
-	struct entry *e = &t->e[j];
+	if (dc_htab_reserve(&t->h))
+		dc_oom();
+	struct entry k = { .pid = pid, .probe = probe, .interval = interval,
+			   .path = (char *)path };
+	struct entry *e = dc_htab_find(&t->h, key_hash(pid, probe, interval, path), entry_eq, &k);
 	if (!e->used) {
 		e->used = 1;
 		e->pid = pid;
@@ -114,7 +118,7 @@ static struct entry *slot(struct table *t, int pid, unsigned probe, unsigned int
 		e->path = path ? strdup(path) : NULL;
 		memset(&e->a, 0, sizeof(e->a));
 		e->a.dur_min = e->a.bytes_min = UINT64_MAX;
-		t->n++;
+		t->h.n++;
 	}
 	return e;
 }
@@ -145,6 +149,23 @@ static void one_call(struct dc_agg *a, uint64_t dur, int64_t bytes)
 	merge(a, &c);
 }
 
+static uint64_t open_hash(const void *slot)
+{
+	const struct open_e *e = slot;
+	return mix(mix(7, e->pid), e->id);
+}
+
+static int open_used(const void *slot)
+{
+	return ((const struct open_e *)slot)->id != 0;
+}
+
+static int open_eq(const void *slot, const void *key)
+{
+	const struct open_e *e = slot, *k = key;
+	return e->id == k->id && e->pid == k->pid;
+}
+
 struct dc_profile *dc_profile_new(struct dc_bpf *b, struct dc_writer *w,
 				  struct dc_script *script, uint64_t interval_ns, uint64_t t0,
 				  int64_t mono_to_real_ns)
@@ -158,6 +179,10 @@ struct dc_profile *dc_profile_new(struct dc_bpf *b, struct dc_writer *w,
 	p->interval_ns = interval_ns;
 	p->t0 = t0;
 	p->mono_to_real = mono_to_real_ns;
+	p->pending = table_new();
+	p->totals = table_new();
+	p->opens = (struct dc_htab){ .size = sizeof(struct open_e), .first = 256,
+				     .hash = open_hash, .used = open_used };
 	return p;
 }
 
@@ -177,33 +202,23 @@ void dc_profile_total(struct dc_profile *p, int pid, unsigned probe, uint64_t du
 /* The slot of (pid, id) in the opens table: its entry, or the empty one to fill. */
 static struct open_e *open_slot(struct dc_profile *p, int pid, uint64_t id)
 {
-	size_t j = mix(mix(7, pid), id) & (p->capopens - 1);
-	while (p->opens[j].id && (p->opens[j].id != id || p->opens[j].pid != pid))
-		j = (j + 1) & (p->capopens - 1);
-	return &p->opens[j];
+	struct open_e k = { .pid = pid, .id = id };
+	return dc_htab_find(&p->opens, mix(mix(7, pid), id), open_eq, &k);
 }
 
 void dc_profile_handle(struct dc_profile *p, int pid, uint64_t open_id, const char *path)
 {
 	if (!path || !open_id)
 		return;
-	if ((p->nopens + 1) * 2 > p->capopens) {
-		struct open_e *old = p->opens;
-		size_t oldcap = p->capopens;
-		p->capopens = oldcap ? oldcap * 2 : 256;
-		p->opens = xcalloc(p->capopens, sizeof(*p->opens));
-		for (size_t i = 0; i < oldcap; i++)
-			if (old[i].id)
-				*open_slot(p, old[i].pid, old[i].id) = old[i];
-		free(old);
-	}
+	if (dc_htab_reserve(&p->opens))
+		dc_oom();
 	struct open_e *e = open_slot(p, pid, open_id);
 	if (e->id)
 		return;
 	e->pid = pid;
 	e->id = open_id;
 	e->path = strdup(path);
-	p->nopens++;
+	p->opens.n++;
 }
 
 /* The path a BPF aggregate's file key names (the inode table, the handles' opens), or
@@ -212,7 +227,7 @@ static const char *key_path(struct dc_profile *p, const struct dc_agg_key *k)
 {
 	if (k->kind == 1)
 		return dc_files_inode(k->fdev, k->fkey);
-	if (k->kind == 2 && p->capopens) {
+	if (k->kind == 2 && p->opens.cap) {
 		const struct open_e *e = open_slot(p, k->pid, k->fkey);
 		return e->id ? e->path : NULL;
 	}
@@ -325,11 +340,12 @@ uint64_t dc_profile_flush(struct dc_profile *p, uint64_t now_ns, int final)
 	read_map(p, 1, take_ended, &limit);
 
 	/* the ended intervals' entries, in order */
-	struct entry **out = xcalloc(p->pending.n + 1, sizeof(*out));
+	struct entry **out = dc_xcalloc(p->pending.h.n + 1, sizeof(*out));
+	struct entry *pe = table_e(&p->pending);
 	size_t n = 0;
-	for (size_t i = 0; i < p->pending.cap; i++)
-		if (p->pending.e[i].used && p->pending.e[i].interval < limit)
-			out[n++] = &p->pending.e[i];
+	for (size_t i = 0; i < p->pending.h.cap; i++)
+		if (pe[i].used && pe[i].interval < limit)
+			out[n++] = &pe[i];
 	qsort(out, n, sizeof(*out), by_interval);
 	uint64_t written = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -342,16 +358,16 @@ uint64_t dc_profile_flush(struct dc_profile *p, uint64_t now_ns, int final)
 	}
 	free(out);
 	/* drop them: rebuild pending from what is left */
-	struct table left = { 0 };
-	for (size_t i = 0; i < p->pending.cap; i++) {
-		struct entry *e = &p->pending.e[i];
+	struct table left = table_new();
+	for (size_t i = 0; i < p->pending.h.cap; i++) {
+		struct entry *e = &pe[i];
 		if (!e->used)
 			continue;
 		if (e->interval >= limit)
 			merge(&slot(&left, e->pid, e->probe, e->interval, e->path)->a, &e->a);
 		free(e->path);
 	}
-	free(p->pending.e);
+	dc_htab_free(&p->pending.h);
 	p->pending = left;
 	return written;
 }
@@ -397,9 +413,9 @@ void dc_profile_read(struct dc_profile *p, int totals,
 		     void (*fn)(const struct dc_prow *row, void *arg), void *arg)
 {
 	struct table *t = totals ? &p->totals : &p->pending;
-	for (size_t i = 0; i < t->cap; i++)
-		if (t->e[i].used)
-			visit(p, &t->e[i], fn, arg);
+	for (size_t i = 0; i < t->h.cap; i++)
+		if (table_e(t)[i].used)
+			visit(p, &table_e(t)[i], fn, arg);
 	if (!totals && p->interval_ns) {
 		struct read_ctx c = { fn, arg };
 		read_map(p, 0, show, &c);
@@ -408,10 +424,10 @@ void dc_profile_read(struct dc_profile *p, int totals,
 
 static void free_table(struct table *t)
 {
-	for (size_t i = 0; i < t->cap; i++)
-		if (t->e[i].used)
-			free(t->e[i].path);
-	free(t->e);
+	for (size_t i = 0; i < t->h.cap; i++)
+		if (table_e(t)[i].used)
+			free(table_e(t)[i].path);
+	dc_htab_free(&t->h);
 }
 
 void dc_profile_free(struct dc_profile *p)
@@ -420,8 +436,9 @@ void dc_profile_free(struct dc_profile *p)
 		return;
 	free_table(&p->pending);
 	free_table(&p->totals);
-	for (size_t i = 0; i < p->capopens; i++)
-		free(p->opens[i].path);
-	free(p->opens);
+	struct open_e *o = p->opens.slots;
+	for (size_t i = 0; i < p->opens.cap; i++)
+		free(o[i].path);
+	dc_htab_free(&p->opens);
 	free(p);
 }

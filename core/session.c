@@ -31,6 +31,7 @@
 #include "resolve.h"
 #include "outfile.h"
 #include "trust.h"
+#include "util.h"
 #include "writer.h"
 
 struct session {
@@ -78,16 +79,13 @@ static void fail(const char *what)
 /* Root, or CAP_BPF + CAP_PERFMON (kernel >= 5.8), or CAP_SYS_ADMIN. capget(2). */
 static int check_privileges(char *err, size_t errlen)
 {
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[2];
-	if (syscall(SYS_capget, &h, d) != 0) {
+	int admin = dc_cap_effective(CAP_SYS_ADMIN);
+	if (admin < 0) {
 		snprintf(err, errlen, "cannot read capabilities: %s", strerror(errno));
 		return -1;
 	}
-#define HAS(c) (d[(c) / 32].effective & (1u << ((c) % 32)))
-	if (HAS(CAP_SYS_ADMIN) || (HAS(39 /* CAP_BPF */) && HAS(38 /* CAP_PERFMON */)))
+	if (admin || (dc_cap_effective(CAP_BPF) == 1 && dc_cap_effective(CAP_PERFMON) == 1))
 		return 0;
-#undef HAS
 	snprintf(err, errlen, "permission denied: datacrumbs needs root, or CAP_BPF and "
 		 "CAP_PERFMON (try sudo)");
 	return -1;

@@ -6,6 +6,8 @@
 
 #include "writer.h"
 
+#include "util.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -43,16 +45,14 @@ struct dc_strent {
 	char str[]; /* len bytes and a NUL */
 };
 
-/* Open addressing, linear probing; slot e == NULL is empty. h caches the FNV-1a hash. */
+/* A slot of a dedup table (util.h dc_htab): e == NULL is empty; h caches the FNV-1a hash. */
 struct dc_slot {
 	uint64_t h;
 	struct dc_strent *e;
 };
 
 struct dc_strtab {
-	struct dc_slot *slots;
-	size_t cap; /* power of two, or 0 before the first insert */
-	size_t used;
+	struct dc_htab tab; /* of struct dc_slot, DC_TAB_SLOTS at first */
 };
 
 /* One writer belongs to one thread at a time: nothing here locks. */
@@ -125,72 +125,69 @@ static uint64_t fnv1a(const char *s, size_t n)
  * Dedup tables
  * ------------------------------------------------------------------------------------- */
 
+static uint64_t slot_hash(const void *slot)
+{
+	return ((const struct dc_slot *)slot)->h;
+}
+
+static int slot_used(const void *slot)
+{
+	return ((const struct dc_slot *)slot)->e != NULL;
+}
+
+static void strtab_init(struct dc_strtab *t)
+{
+	t->tab = (struct dc_htab){ .size = sizeof(struct dc_slot), .first = DC_TAB_SLOTS,
+				   .hash = slot_hash, .used = slot_used };
+}
+
+struct strkey {
+	const char *s;
+	size_t n;
+	uint64_t h;
+};
+
+static int slot_eq(const void *slot, const void *key)
+{
+	const struct dc_slot *sl = slot;
+	const struct strkey *k = key;
+
+	return sl->h == k->h && sl->e->len == k->n && memcmp(sl->e->str, k->s, k->n) == 0;
+}
+
 static struct dc_strent *strtab_find(const struct dc_strtab *t, const char *s, size_t n,
 				     uint64_t h)
 {
-	size_t mask, i;
+	struct strkey k = { s, n, h };
+	struct dc_slot *sl = dc_htab_find(&t->tab, h, slot_eq, &k);
 
-	if (t->cap == 0)
-		return NULL;
-	mask = t->cap - 1;
-	for (i = h & mask; t->slots[i].e != NULL; i = (i + 1) & mask) {
-		struct dc_strent *e = t->slots[i].e;
-
-		if (t->slots[i].h == h && e->len == n && memcmp(e->str, s, n) == 0)
-			return e;
-	}
-	return NULL;
-}
-
-/* Doubles the slot array (or makes the first one). Returns 0, or -1 when out of memory. */
-static int strtab_grow(struct dc_strtab *t)
-{
-	size_t ncap = t->cap ? t->cap * 2 : DC_TAB_SLOTS;
-	struct dc_slot *ns;
-	size_t i, j;
-
-	ns = calloc(ncap, sizeof(*ns));
-	if (ns == NULL)
-		return -1;
-	for (i = 0; i < t->cap; i++) {
-		if (t->slots[i].e == NULL)
-			continue;
-		for (j = t->slots[i].h & (ncap - 1); ns[j].e != NULL; j = (j + 1) & (ncap - 1))
-			;
-		ns[j] = t->slots[i];
-	}
-	free(t->slots);
-	t->slots = ns;
-	t->cap = ncap;
-	return 0;
+	return sl ? sl->e : NULL;
 }
 
 /* Adds e (not yet in the table). Keeps the load at most 1/2; if growing fails the table
  * takes entries until it has one free slot left. Returns 0, or -1 when it is full. */
 static int strtab_add(struct dc_strtab *t, struct dc_strent *e, uint64_t h)
 {
-	size_t mask, i;
+	struct strkey k = { e->str, e->len, h };
+	struct dc_slot *sl;
 
-	if ((t->used + 1) * 2 > t->cap && strtab_grow(t) < 0 && t->used + 1 >= t->cap)
+	if (dc_htab_reserve(&t->tab) < 0 && t->tab.n + 1 >= t->tab.cap)
 		return -1;
-	mask = t->cap - 1;
-	for (i = h & mask; t->slots[i].e != NULL; i = (i + 1) & mask)
-		;
-	t->slots[i].h = h;
-	t->slots[i].e = e;
-	t->used++;
+	sl = dc_htab_find(&t->tab, h, slot_eq, &k);
+	sl->h = h;
+	sl->e = e;
+	t->tab.n++;
 	return 0;
 }
 
 static void strtab_free(struct dc_strtab *t)
 {
+	struct dc_slot *slots = t->tab.slots;
 	size_t i;
 
-	for (i = 0; i < t->cap; i++)
-		free(t->slots[i].e);
-	free(t->slots);
-	t->slots = NULL;
-	t->cap = t->used = 0;
+	for (i = 0; i < t->tab.cap; i++)
+		free(slots[i].e);
+	dc_htab_free(&t->tab);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -630,6 +627,8 @@ struct dc_writer *dc_writer_fdopen(int fd, const char *path, int compress,
 	}
 	w->fd = -1;
 	w->compress = compress ? 1 : 0;
+	strtab_init(&w->fh);
+	strtab_init(&w->sh);
 	w->cap = DC_TEXT_BUF;
 	w->buf = malloc(w->cap);
 	if (w->buf == NULL || line_reserve(&w->ev, DC_LINE_BUF) < 0 ||

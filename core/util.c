@@ -1,0 +1,171 @@
+/* util.c: the small tools every module shares (util.h): out-of-memory policy, hash table,
+ * list walker, parsers, capability test. No module state, no knowledge of probes or traces. */
+#include "util.h"
+
+#include <errno.h>
+#include <linux/capability.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* --- out of memory -------------------------------------------------------------------- */
+
+void dc_oom(void)
+{
+	perror("datacrumbs: out of memory");
+	abort();
+}
+
+static void *oom_check(void *p)
+{
+	if (!p)
+		dc_oom();
+	return p;
+}
+
+void *dc_xmalloc(size_t n)
+{
+	return oom_check(malloc(n));
+}
+
+void *dc_xcalloc(size_t n, size_t size)
+{
+	return oom_check(calloc(n, size));
+}
+
+void *dc_xrealloc(void *p, size_t n)
+{
+	return oom_check(realloc(p, n));
+}
+
+char *dc_xstrdup(const char *s)
+{
+	return oom_check(strdup(s));
+}
+
+/* --- hash table ----------------------------------------------------------------------- */
+
+#define SLOT(t, slots, i) ((char *)(slots) + (i) * (t)->size)
+
+void *dc_htab_find(const struct dc_htab *t, uint64_t h,
+		   int (*eq)(const void *slot, const void *key), const void *key)
+{
+	size_t mask, i;
+
+	if (t->cap == 0)
+		return NULL;
+	mask = t->cap - 1;
+	for (i = h & mask; t->used(SLOT(t, t->slots, i)); i = (i + 1) & mask)
+		if (eq(SLOT(t, t->slots, i), key))
+			break;
+	return SLOT(t, t->slots, i);
+}
+
+int dc_htab_reserve(struct dc_htab *t)
+{
+	size_t ncap, i, j;
+	void *ns;
+
+	if ((t->n + 1) * 2 <= t->cap)
+		return 0;
+	ncap = t->cap ? t->cap * 2 : t->first;
+	ns = calloc(ncap, t->size);
+	if (ns == NULL)
+		return -1;
+	for (i = 0; i < t->cap; i++) {
+		const void *s = SLOT(t, t->slots, i);
+
+		if (!t->used(s))
+			continue;
+		for (j = t->hash(s) & (ncap - 1); t->used(SLOT(t, ns, j)); j = (j + 1) & (ncap - 1))
+			;
+		memcpy(SLOT(t, ns, j), s, t->size);
+	}
+	free(t->slots);
+	t->slots = ns;
+	t->cap = ncap;
+	return 0;
+}
+
+void dc_htab_free(struct dc_htab *t)
+{
+	free(t->slots);
+	t->slots = NULL;
+	t->cap = t->n = 0;
+}
+
+/* --- lists ---------------------------------------------------------------------------- */
+
+const char *dc_list_next(const char **cur, const char *seps, size_t *len)
+{
+	const char *p = *cur;
+
+	if (p == NULL)
+		return NULL;
+	*len = strcspn(p, seps);
+	*cur = p[*len] ? p + *len + 1 : NULL;
+	return p;
+}
+
+/* --- parsers -------------------------------------------------------------------------- */
+
+size_t dc_parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return 0;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	return *end ? 0 : (size_t)v;
+}
+
+unsigned long long dc_parse_duration(const char *s)
+{
+	static const struct {
+		const char *unit;
+		double ns;
+	} units[] = {
+		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "m", 60e9 },
+		{ "h", 3600e9 }, { "", 1e9 },
+	};
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !(v > 0) || v > 1e7)
+		return 0;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].unit)) {
+			double ns = v * units[i].ns;
+			return ns >= 1 && ns < 1e19 ? (unsigned long long)ns : 0;
+		}
+	return 0;
+}
+
+/* --- privileges ----------------------------------------------------------------------- */
+
+int dc_cap_effective(int cap)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+
+	if (cap < 0 || cap >= 64) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (syscall(SYS_capget, &h, d) != 0)
+		return -1;
+	return (d[cap / 32].effective >> (cap % 32)) & 1;
+}
