@@ -308,7 +308,7 @@ static __always_inline void agg_key_bytes(const struct dc_pinfo *pi, const __u64
 		if (i == pi->b2)
 			v2 = args[i];
 	}
-	k->kind = 0;
+	k->kind = DC_AGG_NOFILE;
 	k->fkey = 0;
 	k->fdev = 0;
 	switch (pi->key) {
@@ -316,7 +316,7 @@ static __always_inline void agg_key_bytes(const struct dc_pinfo *pi, const __u64
 	case DC_PK_AUXFD: {
 		long fd = pi->key == DC_PK_FD ? (long)(int)a1 : (aux_ok ? (long)(int)aux : -1);
 		fd_inode(fd, &k->fkey, &k->fdev);
-		k->kind = k->fkey ? 1 : 0;
+		k->kind = k->fkey ? DC_AGG_INODE : DC_AGG_NOFILE;
 		break;
 	}
 	case DC_PK_HANDLE:
@@ -326,13 +326,13 @@ static __always_inline void agg_key_bytes(const struct dc_pinfo *pi, const __u64
 		__u64 *open_id = pi->key == DC_PK_HANDLE || aux_ok ?
 				 bpf_map_lookup_elem(&handles, &hk) : NULL;
 		if (open_id) {
-			k->kind = 2;
+			k->kind = DC_AGG_HANDLE;
 			k->fkey = *open_id;
 		}
 		break;
 	}
 	case DC_PK_INODE:
-		k->kind = 1;
+		k->kind = DC_AGG_INODE;
 		k->fkey = a1;
 		k->fdev = a2;
 		break;

@@ -1,5 +1,6 @@
-/* datacrumbs.h: the event layout and attach-cookie encoding shared by the BPF programs
- * (bpf/NAME.bpf.c) and the user side (core/). Plain fixed-size types only; no logic. */
+/* datacrumbs.h: the event layout, the attach-cookie encoding and every list shared by the
+ * BPF programs (bpf/NAME.bpf.c) and the user side (core/). Plain fixed-size types and
+ * X-macro lists only; no logic. */
 #ifndef DATACRUMBS_H
 #define DATACRUMBS_H
 
@@ -8,6 +9,31 @@
 #define DC_PATH_SMALL 256   /* paths up to this long travel in a small record */
 #define DC_MAX_DEPTH  16    /* nested probed calls per thread kept in the entry stack */
 #define DC_IOV_MAX    64    /* iovec entries summed for readv/writev-style calls */
+
+/* The kernel functions of the VFS layer, in one order for both sides: bpf/vfs.bpf.c has an
+ * fentry/fexit and a kprobe/kretprobe pair for each (programs dc_fe_FN, dc_fx_FN, dc_kp_FN,
+ * dc_kr_FN) and a cookie slot vfs_cookie[DC_VFS_ID]; a probe's offset (core/attach.c) is its
+ * index here. X(ID, fn). */
+#define DC_VFS_FUNCS(X)                                                                    \
+	X(READ, vfs_read) X(WRITE, vfs_write) X(READV, vfs_readv) X(WRITEV, vfs_writev)      \
+	X(ITER_READ, vfs_iter_read) X(ITER_WRITE, vfs_iter_write) X(OPEN, vfs_open)          \
+	X(FSYNC_RANGE, vfs_fsync_range) X(GETATTR, vfs_getattr) X(STATX, vfs_statx)          \
+	X(DO_TRUNCATE, do_truncate) X(FALLOCATE, vfs_fallocate)
+#define DC_VFS_ENUM_(id, fn) DC_VFS_##id,
+enum dc_vfs_func { DC_VFS_FUNCS(DC_VFS_ENUM_) DC_VFS_NR };
+
+/* The tracepoint probes of bpf/kernel.bpf.c (mechanism: tracepoint), in one order for both
+ * sides: the name a probe description gives it (a probe's offset is its index here), and
+ * the name, or with a trailing '_' the name prefix, of the BPF programs serving it (the
+ * loader enables those of the probes asked for); the cookie is tp_cookie[DC_TP_ID].
+ * X(ID, "probe name", "programs"). */
+#define DC_TRACEPOINTS(X)                                                                  \
+	X(PC_ADD, "mm_filemap_add_to_page_cache", "dc_pc_add")                               \
+	X(PC_DELETE, "mm_filemap_delete_from_page_cache", "dc_pc_delete")                    \
+	X(PC_LOOKUP, "mm_filemap_get_pages", "dc_pc_lookup")                                 \
+	X(BLOCK, "block_rq", "dc_blk_") /* block_rq_insert/issue/merge -> block_rq_complete */
+#define DC_TP_ENUM_(id, name, progs) DC_TP_##id,
+enum dc_tracepoint { DC_TRACEPOINTS(DC_TP_ENUM_) DC_TP_NR };
 
 /* Record kinds on the ring buffer. */
 enum dc_kind {
@@ -156,13 +182,20 @@ struct dc_pinfo {
 				  when it returns 0), 2 the return value (opendir, non-NULL) */
 };
 
+/* What names the file of an aggregate (dc_agg_key.kind). */
+enum dc_agg_kind {
+	DC_AGG_NOFILE = 0,  /* no file: one aggregate per function */
+	DC_AGG_INODE = 1,   /* fkey the inode, fdev its device */
+	DC_AGG_HANDLE = 2,  /* fkey the id of the call that opened the handle (its record
+			       names the file) */
+};
+
 /* An aggregate of profile mode: one per process, probe, interval and file. */
 struct dc_agg_key {
 	unsigned int pid;       /* tgid */
 	unsigned int probe;     /* probe index */
 	unsigned int interval;  /* (return time - profile_t0) / profile_ns */
-	unsigned int kind;      /* 0: no file, 1: inode (fkey, fdev), 2: a handle, fkey the id of
-				   the call that opened it (its record names the file) */
+	unsigned int kind;      /* enum dc_agg_kind */
 	unsigned long long fkey;
 	unsigned long long fdev;
 };

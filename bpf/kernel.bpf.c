@@ -4,12 +4,9 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Attach cookies of the probes, set by the loader before load; 0: not asked for (the
- * loader also turns such programs' autoload off). */
-const volatile __u64 cookie_pc_add = 0;
-const volatile __u64 cookie_pc_delete = 0;
-const volatile __u64 cookie_pc_lookup = 0;
-const volatile __u64 cookie_block = 0;
+/* Attach cookies of the probes, by datacrumbs.h DC_TRACEPOINTS order, set by the loader
+ * before load; 0: not asked for (the loader also turns such programs' autoload off). */
+const volatile __u64 tp_cookie[DC_TP_NR] = {};
 
 /* --- page cache ------------------------------------------------------------------------ */
 
@@ -43,14 +40,14 @@ static __always_inline void folio_event(__u64 cookie, struct folio *folio)
 SEC("tp_btf/mm_filemap_add_to_page_cache")
 int BPF_PROG(dc_pc_add, struct folio *folio)
 {
-	folio_event(cookie_pc_add, folio);
+	folio_event(tp_cookie[DC_TP_PC_ADD], folio);
 	return 0;
 }
 
 SEC("tp_btf/mm_filemap_delete_from_page_cache")
 int BPF_PROG(dc_pc_delete, struct folio *folio)
 {
-	folio_event(cookie_pc_delete, folio);
+	folio_event(tp_cookie[DC_TP_PC_DELETE], folio);
 	return 0;
 }
 
@@ -70,7 +67,7 @@ int BPF_PROG(dc_pc_lookup, struct address_space *mapping, unsigned long index,
 		pages * 4096,
 		0,
 	};
-	emit_now(cookie_pc_lookup, args);
+	emit_now(tp_cookie[DC_TP_PC_LOOKUP], args);
 	return 0;
 }
 
@@ -171,7 +168,7 @@ int BPF_PROG(dc_blk_complete, struct request *rq, blk_status_t error, unsigned i
 			}
 		}
 	}
-	emit_record(cookie_block, b->tgid, b->tid, b->id, parent, level, issued, now - issued,
+	emit_record(tp_cookie[DC_TP_BLOCK], b->tgid, b->tid, b->id, parent, level, issued, now - issued,
 		    args, b->parent && !parent ? DC_F_ASYNC : 0);
 	bpf_map_delete_elem(&blk_inflight, &key);
 	return 0;

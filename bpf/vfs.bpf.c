@@ -4,14 +4,9 @@
 
 char LICENSE[] SEC("license") = "GPL"; /* fentry/kprobe programs use GPL-only helpers */
 
-/* The functions, in the order of the loader's table (core/attach.c vfs_funcs). */
-enum {
-	VFS_READ, VFS_WRITE, VFS_READV, VFS_WRITEV, VFS_ITER_READ, VFS_ITER_WRITE, VFS_OPEN,
-	VFS_FSYNC_RANGE, VFS_GETATTR, VFS_STATX, DO_TRUNCATE, VFS_FALLOCATE, VFS_N
-};
-
-/* Attach cookies (DC_COOKIE of each function's probe), set by the loader before load. */
-const volatile __u64 vfs_cookie[VFS_N] = {};
+/* Attach cookies (DC_COOKIE of each function's probe), by datacrumbs.h DC_VFS_FUNCS order,
+ * set by the loader before load. */
+const volatile __u64 vfs_cookie[DC_VFS_NR] = {};
 
 static __always_inline __u64 inode_ino(struct inode *i)
 {
@@ -48,38 +43,38 @@ static __always_inline __u64 pos_of(loff_t *pos)
 	call_enter(vfs_cookie[idx], inode_ino(BPF_CORE_READ(file, f_inode)),		\
 		   inode_dev(BPF_CORE_READ(file, f_inode)), (a2), (a3), (a4), 0)
 
-DC_VFS(vfs_read, VFS_READ, FILE_ENTER(VFS_READ, file, count, pos_of(pos), 0),
+DC_VFS(vfs_read, DC_VFS_READ, FILE_ENTER(DC_VFS_READ, file, count, pos_of(pos), 0),
        struct file *file, char *buf, size_t count, loff_t *pos)
-DC_VFS(vfs_write, VFS_WRITE, FILE_ENTER(VFS_WRITE, file, count, pos_of(pos), 0),
+DC_VFS(vfs_write, DC_VFS_WRITE, FILE_ENTER(DC_VFS_WRITE, file, count, pos_of(pos), 0),
        struct file *file, const char *buf, size_t count, loff_t *pos)
-DC_VFS(vfs_readv, VFS_READV, FILE_ENTER(VFS_READV, file, vlen, pos_of(pos), 0),
+DC_VFS(vfs_readv, DC_VFS_READV, FILE_ENTER(DC_VFS_READV, file, vlen, pos_of(pos), 0),
        struct file *file, const struct iovec *vec, unsigned long vlen, loff_t *pos, int flags)
-DC_VFS(vfs_writev, VFS_WRITEV, FILE_ENTER(VFS_WRITEV, file, vlen, pos_of(pos), 0),
+DC_VFS(vfs_writev, DC_VFS_WRITEV, FILE_ENTER(DC_VFS_WRITEV, file, vlen, pos_of(pos), 0),
        struct file *file, const struct iovec *vec, unsigned long vlen, loff_t *pos, int flags)
-DC_VFS(vfs_iter_read, VFS_ITER_READ,
-       FILE_ENTER(VFS_ITER_READ, file, BPF_CORE_READ(iter, count), pos_of(ppos), 0),
+DC_VFS(vfs_iter_read, DC_VFS_ITER_READ,
+       FILE_ENTER(DC_VFS_ITER_READ, file, BPF_CORE_READ(iter, count), pos_of(ppos), 0),
        struct file *file, struct iov_iter *iter, loff_t *ppos, int flags)
-DC_VFS(vfs_iter_write, VFS_ITER_WRITE,
-       FILE_ENTER(VFS_ITER_WRITE, file, BPF_CORE_READ(iter, count), pos_of(ppos), 0),
+DC_VFS(vfs_iter_write, DC_VFS_ITER_WRITE,
+       FILE_ENTER(DC_VFS_ITER_WRITE, file, BPF_CORE_READ(iter, count), pos_of(ppos), 0),
        struct file *file, struct iov_iter *iter, loff_t *ppos, int flags)
-DC_VFS(vfs_open, VFS_OPEN,
-       call_enter(vfs_cookie[VFS_OPEN], inode_ino(BPF_CORE_READ(path, dentry, d_inode)),
+DC_VFS(vfs_open, DC_VFS_OPEN,
+       call_enter(vfs_cookie[DC_VFS_OPEN], inode_ino(BPF_CORE_READ(path, dentry, d_inode)),
 		  inode_dev(BPF_CORE_READ(path, dentry, d_inode)), 0, 0, 0, 0),
        const struct path *path, struct file *file)
-DC_VFS(vfs_fsync_range, VFS_FSYNC_RANGE,
-       FILE_ENTER(VFS_FSYNC_RANGE, file, start, end - start, datasync),
+DC_VFS(vfs_fsync_range, DC_VFS_FSYNC_RANGE,
+       FILE_ENTER(DC_VFS_FSYNC_RANGE, file, start, end - start, datasync),
        struct file *file, loff_t start, loff_t end, int datasync)
-DC_VFS(vfs_getattr, VFS_GETATTR,
-       call_enter(vfs_cookie[VFS_GETATTR], inode_ino(BPF_CORE_READ(path, dentry, d_inode)),
+DC_VFS(vfs_getattr, DC_VFS_GETATTR,
+       call_enter(vfs_cookie[DC_VFS_GETATTR], inode_ino(BPF_CORE_READ(path, dentry, d_inode)),
 		  inode_dev(BPF_CORE_READ(path, dentry, d_inode)), request_mask, 0, 0, 0),
        const struct path *path, struct kstat *stat, u32 request_mask, unsigned int query_flags)
-DC_VFS(vfs_statx, VFS_STATX,
-       call_enter(vfs_cookie[VFS_STATX], 0, 0, dfd, flags, request_mask, 0),
+DC_VFS(vfs_statx, DC_VFS_STATX,
+       call_enter(vfs_cookie[DC_VFS_STATX], 0, 0, dfd, flags, request_mask, 0),
        int dfd, struct filename *filename, int flags, struct kstat *stat, u32 request_mask)
-DC_VFS(do_truncate, DO_TRUNCATE,
-       call_enter(vfs_cookie[DO_TRUNCATE], inode_ino(BPF_CORE_READ(dentry, d_inode)),
+DC_VFS(do_truncate, DC_VFS_DO_TRUNCATE,
+       call_enter(vfs_cookie[DC_VFS_DO_TRUNCATE], inode_ino(BPF_CORE_READ(dentry, d_inode)),
 		  inode_dev(BPF_CORE_READ(dentry, d_inode)), length, 0, 0, 0),
        struct mnt_idmap *idmap, struct dentry *dentry, loff_t length, unsigned int time_attrs,
        struct file *filp)
-DC_VFS(vfs_fallocate, VFS_FALLOCATE, FILE_ENTER(VFS_FALLOCATE, file, mode, offset, len),
+DC_VFS(vfs_fallocate, DC_VFS_FALLOCATE, FILE_ENTER(DC_VFS_FALLOCATE, file, mode, offset, len),
        struct file *file, int mode, loff_t offset, loff_t len)

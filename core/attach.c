@@ -433,20 +433,21 @@ out:
 	return n;
 }
 
-/* The built-in tracepoint probes of bpf/kernel.bpf.c, by the name a probe description
- * gives them (mechanism: tracepoint). A probe's offset is its index here. */
-static const char *const tracepoints[] = {
-	"mm_filemap_add_to_page_cache",      /* filemap tracepoints, in the reader's context */
-	"mm_filemap_delete_from_page_cache",
-	"mm_filemap_get_pages",
-	"block_rq",                          /* block_rq_insert/issue -> block_rq_complete */
+/* The built-in tracepoint probes of bpf/kernel.bpf.c (datacrumbs.h DC_TRACEPOINTS), by
+ * the name a probe description gives them (mechanism: tracepoint), and the programs that
+ * serve each. A probe's offset is its index here. */
+static const struct {
+	const char *name, *progs;
+} tracepoints[DC_TP_NR] = {
+#define DC_TP_ROW_(id, name, progs) [DC_TP_##id] = { name, progs },
+	DC_TRACEPOINTS(DC_TP_ROW_)
+#undef DC_TP_ROW_
 };
-#define NTRACEPOINTS (sizeof(tracepoints) / sizeof(tracepoints[0]))
 
 int dc_bpf_tracepoint(const char *name)
 {
-	for (unsigned i = 0; i < NTRACEPOINTS; i++)
-		if (!strcmp(tracepoints[i], name))
+	for (unsigned i = 0; i < DC_TP_NR; i++)
+		if (!strcmp(tracepoints[i].name, name))
 			return i;
 	return -1;
 }
@@ -478,36 +479,20 @@ static int load_kernel(struct dc_bpf *b, char *err, size_t errlen)
 		return -1;
 	}
 	struct kernel_bpf *k = b->kern;
-	struct bpf_program *progs[] = {
-		k->progs.dc_pc_add, k->progs.dc_pc_delete, k->progs.dc_pc_lookup,
-		k->progs.dc_blk_insert, k->progs.dc_blk_issue, k->progs.dc_blk_merge,
-		k->progs.dc_blk_complete,
-	};
-	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
-		bpf_program__set_autoload(progs[i], false);
+	struct bpf_program *prog;
+	bpf_object__for_each_program(prog, k->obj)
+		bpf_program__set_autoload(prog, false);
 	for (unsigned i = 0; i < b->nprobes; i++) {
 		const struct dc_probe *p = &b->probes[i];
-		if (p->layer->mechanism != DC_MECH_TRACEPOINT)
+		if (p->layer->mechanism != DC_MECH_TRACEPOINT || p->offset >= DC_TP_NR)
 			continue;
-		__u64 c = cookie_of(p, i);
-		switch (p->offset) {
-		case 0:
-			k->rodata->cookie_pc_add = c;
-			bpf_program__set_autoload(k->progs.dc_pc_add, true);
-			break;
-		case 1:
-			k->rodata->cookie_pc_delete = c;
-			bpf_program__set_autoload(k->progs.dc_pc_delete, true);
-			break;
-		case 2:
-			k->rodata->cookie_pc_lookup = c;
-			bpf_program__set_autoload(k->progs.dc_pc_lookup, true);
-			break;
-		case 3:
-			k->rodata->cookie_block = c;
-			for (size_t j = 3; j < 7; j++)
-				bpf_program__set_autoload(progs[j], true);
-			break;
+		const char *progs = tracepoints[p->offset].progs;
+		size_t n = strlen(progs);
+		k->rodata->tp_cookie[p->offset] = cookie_of(p, i);
+		bpf_object__for_each_program(prog, k->obj) {
+			const char *name = bpf_program__name(prog);
+			if (progs[n - 1] == '_' ? !strncmp(name, progs, n) : !strcmp(name, progs))
+				bpf_program__set_autoload(prog, true);
 		}
 	}
 	k->rodata->wakeup_bytes = b->skel->rodata->wakeup_bytes;
@@ -530,12 +515,12 @@ static int load_kernel(struct dc_bpf *b, char *err, size_t errlen)
 
 /* The kernel functions bpf/vfs.bpf.c has programs for, in its enum order; a probe's offset
  * is its index here, its library "[fentry]" or "[kprobe]" (the mechanism chosen). */
-static const char *const vfs_funcs[] = {
-	"vfs_read", "vfs_write", "vfs_readv", "vfs_writev", "vfs_iter_read", "vfs_iter_write",
-	"vfs_open", "vfs_fsync_range", "vfs_getattr", "vfs_statx", "do_truncate",
-	"vfs_fallocate",
+static const char *const vfs_funcs[DC_VFS_NR] = {
+#define DC_VFS_NAME_(id, fn) [DC_VFS_##id] = #fn,
+	DC_VFS_FUNCS(DC_VFS_NAME_)
+#undef DC_VFS_NAME_
 };
-#define NVFS (sizeof(vfs_funcs) / sizeof(vfs_funcs[0]))
+#define NVFS DC_VFS_NR
 
 int dc_bpf_kfunc(const char *name)
 {
@@ -626,13 +611,65 @@ static int load_syscalls(struct dc_bpf *b, char *err, size_t errlen)
 	return 0;
 }
 
+enum dc_pbytes dc_probe_bytes(const struct dc_probe *p, unsigned char *b1, unsigned char *b2)
+{
+	const struct dc_func *f = p->func;
+	enum dc_pbytes kind = DC_PB_NONE;
+	int size = -1, nmemb = -1, elems = -1, dtype = -1;
+	*b1 = *b2 = 0;
+	for (int i = 0; i < f->nargs; i++) {
+		const struct dc_arg *a = &f->args[i];
+		switch (a->kind) {
+		case DC_ARG_IOV:
+			kind = DC_PB_IOV;
+			break;
+		case DC_ARG_LONG:
+		case DC_ARG_INT:
+			if (!strcmp(a->name, "count") || (p->layer->mechanism == DC_MECH_TRACEPOINT &&
+							   !strcmp(a->name, "size"))) {
+				kind = a->kind == DC_ARG_LONG ? DC_PB_ARG64 : DC_PB_ARG32;
+				*b1 = i;
+			}
+			break;
+		case DC_ARG_SIZE:
+			size = i;
+			break;
+		case DC_ARG_NMEMB:
+			nmemb = i;
+			break;
+		case DC_ARG_ELEMS:
+			elems = i;
+			break;
+		case DC_ARG_DATATYPE:
+			dtype = i;
+			break;
+		default:
+			break;
+		}
+	}
+	if (size >= 0 && nmemb >= 0) {
+		kind = DC_PB_MUL;
+		*b1 = size;
+		*b2 = nmemb;
+	}
+	if (elems >= 0 && dtype >= 0 && p->mpi) {
+		struct dc_mpi_abi abi;
+		dc_mpi_abi(p->library, &abi);
+		kind = p->mpi == DC_MPI_MPICH ? DC_PB_MPICH
+		     : abi.dtype_off >= 0 ? DC_PB_MUL32 : DC_PB_NONE;
+		*b1 = elems;
+		*b2 = dtype;
+	}
+	return kind;
+}
+
 /* How profile mode aggregates probe p's calls (bpf/datacrumbs.h struct dc_pinfo): by
- * what file, with which bytes: the same `count` core/consumer.c writes in trace mode. */
+ * what file, with which bytes (dc_probe_bytes: the `count` core/consumer.c writes). */
 static struct dc_pinfo pinfo_of(const struct dc_probe *p)
 {
 	const struct dc_func *f = p->func;
 	struct dc_pinfo pi = { 0 };
-	int size = -1, nmemb = -1, elems = -1, dtype = -1, ino = -1, dev = -1;
+	int ino = -1, dev = -1;
 	pi.record = f->effect != DC_FX_NONE;
 	pi.hopen = f->effect == DC_FX_HOPEN ? 1
 		 : f->effect == DC_FX_OPENDIR || f->effect == DC_FX_FDOPENDIR ? 2 : 0;
@@ -665,29 +702,6 @@ static struct dc_pinfo pinfo_of(const struct dc_probe *p)
 		case DC_ARG_DEV:
 			dev = i;
 			break;
-		case DC_ARG_IOV:
-			pi.bytes = DC_PB_IOV;
-			break;
-		case DC_ARG_LONG:
-		case DC_ARG_INT:
-			if (!strcmp(a->name, "count") || (p->layer->mechanism == DC_MECH_TRACEPOINT &&
-							   !strcmp(a->name, "size"))) {
-				pi.bytes = a->kind == DC_ARG_LONG ? DC_PB_ARG64 : DC_PB_ARG32;
-				pi.b1 = i;
-			}
-			break;
-		case DC_ARG_SIZE:
-			size = i;
-			break;
-		case DC_ARG_NMEMB:
-			nmemb = i;
-			break;
-		case DC_ARG_ELEMS:
-			elems = i;
-			break;
-		case DC_ARG_DATATYPE:
-			dtype = i;
-			break;
 		default:
 			break;
 		}
@@ -697,19 +711,7 @@ static struct dc_pinfo pinfo_of(const struct dc_probe *p)
 		pi.k1 = ino;
 		pi.k2 = dev;
 	}
-	if (size >= 0 && nmemb >= 0) {
-		pi.bytes = DC_PB_MUL;
-		pi.b1 = size;
-		pi.b2 = nmemb;
-	}
-	if (elems >= 0 && dtype >= 0 && p->mpi) {
-		struct dc_mpi_abi abi;
-		dc_mpi_abi(p->library, &abi);
-		pi.bytes = p->mpi == DC_MPI_MPICH ? DC_PB_MPICH
-			 : abi.dtype_off >= 0 ? DC_PB_MUL32 : DC_PB_NONE;
-		pi.b1 = elems;
-		pi.b2 = dtype;
-	}
+	pi.bytes = dc_probe_bytes(p, &pi.b1, &pi.b2);
 	return pi;
 }
 

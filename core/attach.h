@@ -64,6 +64,16 @@ int dc_bpf_kfunc(const char *name);
  * functions attached, or -1 with err when none could be. */
 int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen);
 
+/* The bytes of a call of probe p: one rule for profile mode's BPF sums (dc_pinfo bytes, b1,
+ * b2) and the `count` the trace event carries (core/consumer.c). In argument order, the
+ * last that applies wins: an iovec argument (DC_PB_IOV, the sum of its iov_len); an int or
+ * long argument named `count`, for tracepoints `size` (DC_PB_ARG32/ARG64, *b1 its index);
+ * then `size` x `nmemb` arguments (DC_PB_MUL, fread); then, in an MPI library, `elems` x
+ * the `datatype`'s size (DC_PB_MPICH from the handle's bits, DC_PB_MUL32 with Open MPI's
+ * size read in BPF, DC_PB_NONE when this Open MPI's layout is unknown). Sets *b1 and *b2
+ * (argument indexes, 0 when unused) and returns the enum dc_pbytes. */
+enum dc_pbytes dc_probe_bytes(const struct dc_probe *p, unsigned char *b1, unsigned char *b2);
+
 /* The probe table, indexed by DC_COOKIE_PROBE of an event. */
 const struct dc_probe *dc_bpf_probe(const struct dc_bpf *b, unsigned idx);
 unsigned dc_bpf_nprobes(const struct dc_bpf *b);

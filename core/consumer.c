@@ -34,6 +34,7 @@ struct dc_consumer {
 	int want_inodes;           /* a probe records inodes: map opened paths to them */
 	int want_ranks;            /* a probe has the `rank` effect (MPI_Init) */
 	signed char *flags_arg;    /* per probe: index of its `uint flags` arg, -1 none */
+	struct dc_pinfo *bytes;    /* per probe: its bytes rule (dc_probe_bytes; bytes, b1, b2) */
 	uint64_t written, dropped, own_ids;
 	struct dc_profile *prof;   /* totals, and profile mode's aggregates (profiling) */
 	int profiling;             /* profile mode: calls are aggregated, not written */
@@ -260,6 +261,34 @@ static int64_t record_bytes(const struct dc_record *r, const struct dc_probe *pr
 	return -1;
 }
 
+/* The `count` of a call whose bytes are a product (attach.c dc_probe_bytes, the rule BPF
+ * sums in profile mode): size x nmemb (bytes asked), or elements x the MPI datatype's size
+ * (Open MPI's read when the call returned). The single-argument rules need nothing: that
+ * argument is recorded as `count` itself. */
+static void record_count(struct dc_record *r, const struct dc_probe *pr,
+			 const struct dc_pinfo *rule, const struct dc_event *e)
+{
+	if (rule->bytes == DC_PB_MUL) {
+		int64_t size = (int64_t)e->args[rule->b1], nmemb = (int64_t)e->args[rule->b2];
+		if (size >= 0 && nmemb >= 0)
+			dc_rec_int(r, "count", size * nmemb);
+	} else if ((rule->bytes == DC_PB_MUL32 || rule->bytes == DC_PB_MPICH) &&
+		   !(e->flags & DC_F_UNFINISHED)) {
+		int64_t elems = (int)e->args[rule->b1];
+		int64_t tsize = dc_mpi_type_size(pr->mpi, e->args[rule->b2]);
+		if (elems >= 0 && tsize >= 0)
+			dc_rec_int(r, "count", elems * tsize);
+	}
+}
+
+/* Whether a kernel-side call (syscall, VFS) returned ERESTARTSYS..ERESTART_RESTARTBLOCK
+ * (-512..-516, kernel-internal, include/linux/errno.h): a signal interrupted it, and it is
+ * restarted as a new call or never returns (killed). Such a call is unfinished. */
+static int restarted(const struct dc_probe *pr, int64_t ret)
+{
+	return pr->layer->mechanism != DC_MECH_UPROBE && ret <= -512 && ret >= -516;
+}
+
 /* A returned call: decode its args by the probe description, then write it. */
 static void on_call(struct dc_consumer *c, const struct dc_event *e, const char *epath)
 {
@@ -290,7 +319,6 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 
 	struct decoded d = { -1, -1, -1, -1, -1, 0, 0, 0, 0 };
 	int flagsi = c->flags_arg[e->probe];
-	int64_t size = -1, nmemb = -1, elems = -1, tsize = -1;
 	int aux = (e->flags & DC_F_AUX) != 0;
 	for (int i = 0; i < f->nargs; i++) {
 		const struct dc_arg *a = &f->args[i];
@@ -356,20 +384,13 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 			break;
 		}
 		case DC_ARG_SIZE:
-			size = (int64_t)v;
-			dc_rec_int(r, a->name, size);
-			break;
 		case DC_ARG_NMEMB:
-			nmemb = (int64_t)v;
-			dc_rec_int(r, a->name, nmemb);
+			dc_rec_int(r, a->name, (int64_t)v);
 			break;
 		case DC_ARG_ELEMS:
-			elems = (int)v;
-			dc_rec_int(r, a->name, elems);
+			dc_rec_int(r, a->name, (int)v);
 			break;
-		case DC_ARG_DATATYPE: /* Open MPI's size is read when the call returns */
-			if (!(e->flags & DC_F_UNFINISHED))
-				tsize = dc_mpi_type_size(pr->mpi, v);
+		case DC_ARG_DATATYPE: /* its size makes the count (below) */
 			break;
 		case DC_ARG_STATUS:
 			if (aux && pr->mpi)
@@ -393,10 +414,7 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		d.fd = aux && (int)e->aux >= 0 ? (int)e->aux : -1; /* the returned FILE's */
 	if (d.fd >= 0)
 		dc_rec_int(r, "fd", d.fd);
-	if (size >= 0 && nmemb >= 0)
-		dc_rec_int(r, "count", size * nmemb); /* bytes asked */
-	if (elems >= 0 && tsize >= 0)
-		dc_rec_int(r, "count", elems * tsize);
+	record_count(r, pr, &c->bytes[e->probe], e);
 	int64_t ret = f->ret_kind == DC_RET_INT || f->ret_kind == DC_RET_ERRCODE ?
 		      (int)e->ret : e->ret;
 	if (pr->layer->mechanism == DC_MECH_TRACEPOINT) {
@@ -406,11 +424,8 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 	} else if (e->flags & DC_F_ENTRY) {
 		/* an entry-only probe (its return is not safe to probe): no ret, dur 0 */
 		dc_rec_int(r, "entry_only", 1);
-	} else if ((e->flags & DC_F_UNFINISHED) ||
-		   (pr->layer->mechanism != DC_MECH_UPROBE && ret <= -512 && ret >= -516)) {
-		/* the thread exited inside the call, or (ERESTARTSYS..ERESTART_RESTARTBLOCK,
-		 * kernel-internal, include/linux/errno.h) a signal interrupted the system call,
-		 * which is restarted as a new call or never returns (killed) */
+	} else if ((e->flags & DC_F_UNFINISHED) || restarted(pr, ret)) {
+		/* the thread exited inside the call, or a signal interrupted the system call */
 		dc_rec_int(r, "unfinished", 1);
 	} else if ((pr->layer->mechanism == DC_MECH_SYSCALL ||
 		    pr->layer->mechanism == DC_MECH_KERNEL) && ret < 0 && ret >= -4095) {
@@ -439,8 +454,7 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		const char *k = dc_rec_keep(r, r->path, strlen(r->path));
 		r->path = k;
 	}
-	int finished = !(e->flags & (DC_F_UNFINISHED | DC_F_ENTRY)) &&
-		       !(pr->layer->mechanism != DC_MECH_UPROBE && ret <= -512 && ret >= -516);
+	int finished = !(e->flags & (DC_F_UNFINISHED | DC_F_ENTRY)) && !restarted(pr, ret);
 	if (f->effect != DC_FX_NONE && finished && call_ok(f, ret))
 		apply_effect(c, pf, f, e, ret, r->path, &d);
 	if (pr->hidden)
@@ -557,13 +571,18 @@ struct dc_consumer *dc_consumer_new(struct dc_bpf *b, struct dc_writer *w,
 				    .hash = seen_hash, .used = seen_used };
 	/* what the per-event path asks of each probe's description, found once here */
 	c->flags_arg = malloc(dc_bpf_nprobes(b) + 1);
-	if (!c->flags_arg) {
+	c->bytes = calloc(dc_bpf_nprobes(b) + 1, sizeof(*c->bytes));
+	if (!c->flags_arg || !c->bytes) {
+		free(c->flags_arg);
+		free(c->bytes);
 		snprintf(err, errlen, "out of memory");
 		free(c);
 		return NULL;
 	}
 	for (unsigned i = 0; i < dc_bpf_nprobes(b); i++) {
 		const struct dc_func *f = dc_bpf_probe(b, i)->func;
+		c->bytes[i].bytes = dc_probe_bytes(dc_bpf_probe(b, i), &c->bytes[i].b1,
+						   &c->bytes[i].b2);
 		c->flags_arg[i] = -1;
 		c->want_ranks |= f->effect == DC_FX_RANK;
 		for (int k = 0; k < f->nargs; k++) {
@@ -576,6 +595,7 @@ struct dc_consumer *dc_consumer_new(struct dc_bpf *b, struct dc_writer *w,
 	if (!c->rb) {
 		snprintf(err, errlen, "cannot open the ring buffer: %s", strerror(errno));
 		free(c->flags_arg);
+		free(c->bytes);
 		free(c);
 		return NULL;
 	}
@@ -648,6 +668,7 @@ void dc_consumer_free(struct dc_consumer *c)
 		return;
 	ring_buffer__free(c->rb);
 	free(c->flags_arg);
+	free(c->bytes);
 	dc_htab_free(&c->seen);
 	free(c);
 	dc_files_clear();

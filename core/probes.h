@@ -5,7 +5,9 @@
 
 #include <stddef.h>
 
-#define DC_PROBE_ARGS 6
+#include "datacrumbs.h"
+
+#define DC_PROBE_ARGS DC_MAX_ARGS /* a description's args: the registers BPF keeps */
 
 /* What an argument is; decides how it is recorded and named in the trace. */
 enum dc_arg_kind {

@@ -225,9 +225,9 @@ void dc_profile_handle(struct dc_profile *p, int pid, uint64_t open_id, const ch
  * NULL. */
 static const char *key_path(struct dc_profile *p, const struct dc_agg_key *k)
 {
-	if (k->kind == 1)
+	if (k->kind == DC_AGG_INODE)
 		return dc_files_inode(k->fdev, k->fkey);
-	if (k->kind == 2 && p->opens.cap) {
+	if (k->kind == DC_AGG_HANDLE && p->opens.cap) {
 		const struct open_e *e = open_slot(p, k->pid, k->fkey);
 		return e->id ? e->path : NULL;
 	}
