@@ -469,50 +469,6 @@ static int share_maps(struct dc_bpf *b, struct bpf_object *obj)
 	return 0;
 }
 
-/* Loads kernel.bpf.c on the shared maps with the programs of the asked tracepoint probes
- * only, their attach cookies in its rodata, and attaches them. 0, or -1 with err. */
-static int load_kernel(struct dc_bpf *b, char *err, size_t errlen)
-{
-	b->kern = kernel_bpf__open();
-	if (!b->kern) {
-		snprintf(err, errlen, "cannot open the kernel-layer BPF object: %s", strerror(errno));
-		return -1;
-	}
-	struct kernel_bpf *k = b->kern;
-	struct bpf_program *prog;
-	bpf_object__for_each_program(prog, k->obj)
-		bpf_program__set_autoload(prog, false);
-	for (unsigned i = 0; i < b->nprobes; i++) {
-		const struct dc_probe *p = &b->probes[i];
-		if (p->layer->mechanism != DC_MECH_TRACEPOINT || p->offset >= DC_TP_NR)
-			continue;
-		const char *progs = tracepoints[p->offset].progs;
-		size_t n = strlen(progs);
-		k->rodata->tp_cookie[p->offset] = cookie_of(p, i);
-		bpf_object__for_each_program(prog, k->obj) {
-			const char *name = bpf_program__name(prog);
-			if (progs[n - 1] == '_' ? !strncmp(name, progs, n) : !strcmp(name, progs))
-				bpf_program__set_autoload(prog, true);
-		}
-	}
-	k->rodata->wakeup_bytes = b->skel->rodata->wakeup_bytes;
-	k->rodata->profile_ns = b->skel->rodata->profile_ns;
-	k->rodata->profile_t0 = b->skel->rodata->profile_t0;
-	int e = share_maps(b, k->obj);
-	if (!e)
-		e = kernel_bpf__load(k);
-	if (!e)
-		e = kernel_bpf__attach(k);
-	if (e) {
-		snprintf(err, errlen, "cannot load or attach the page cache / block tracepoints "
-			 "(tp_btf): %s", strerror(-e));
-		kernel_bpf__destroy(k);
-		b->kern = NULL;
-		return -1;
-	}
-	return 0;
-}
-
 /* The kernel functions bpf/vfs.bpf.c has programs for, in its enum order; a probe's offset
  * is its index here, its library "[fentry]" or "[kprobe]" (the mechanism chosen). */
 static const char *const vfs_funcs[DC_VFS_NR] = {
@@ -545,19 +501,32 @@ static int vfs_enable(struct vfs_bpf *v, unsigned idx, int kprobe)
 	return 0;
 }
 
-/* Loads vfs.bpf.c on the shared maps with, per asked function, the fentry/fexit or the
- * kprobe/kretprobe pair its probe chose, and attaches them. 0, or -1 with err. */
-static int load_vfs(struct dc_bpf *b, char *err, size_t errlen)
+/* Picks kernel.bpf.c's programs of the asked tracepoint probes (datacrumbs.h
+ * DC_TRACEPOINTS) and puts their attach cookies in its rodata. */
+static void choose_kernel(struct dc_bpf *b, void *skel)
 {
-	b->vfs = vfs_bpf__open();
-	if (!b->vfs) {
-		snprintf(err, errlen, "cannot open the VFS BPF object: %s", strerror(errno));
-		return -1;
-	}
-	struct vfs_bpf *v = b->vfs;
+	struct kernel_bpf *k = skel;
 	struct bpf_program *prog;
-	bpf_object__for_each_program(prog, v->obj)
-		bpf_program__set_autoload(prog, false);
+	for (unsigned i = 0; i < b->nprobes; i++) {
+		const struct dc_probe *p = &b->probes[i];
+		if (p->layer->mechanism != DC_MECH_TRACEPOINT || p->offset >= DC_TP_NR)
+			continue;
+		const char *progs = tracepoints[p->offset].progs;
+		size_t n = strlen(progs);
+		k->rodata->tp_cookie[p->offset] = cookie_of(p, i);
+		bpf_object__for_each_program(prog, k->obj) {
+			const char *name = bpf_program__name(prog);
+			if (progs[n - 1] == '_' ? !strncmp(name, progs, n) : !strcmp(name, progs))
+				bpf_program__set_autoload(prog, true);
+		}
+	}
+}
+
+/* Picks vfs.bpf.c's fentry/fexit or kprobe/kretprobe pair of each asked function (the
+ * mechanism its probe chose) and puts their attach cookies in its rodata. */
+static void choose_vfs(struct dc_bpf *b, void *skel)
+{
+	struct vfs_bpf *v = skel;
 	for (unsigned i = 0; i < b->nprobes; i++) {
 		const struct dc_probe *p = &b->probes[i];
 		if (p->layer->mechanism != DC_MECH_KERNEL || p->offset >= NVFS)
@@ -565,22 +534,99 @@ static int load_vfs(struct dc_bpf *b, char *err, size_t errlen)
 		v->rodata->vfs_cookie[p->offset] = cookie_of(p, i);
 		vfs_enable(v, p->offset, !strcmp(p->library, "[kprobe]"));
 	}
-	v->rodata->wakeup_bytes = b->skel->rodata->wakeup_bytes;
-	v->rodata->profile_ns = b->skel->rodata->profile_ns;
-	v->rodata->profile_t0 = b->skel->rodata->profile_t0;
-	int e = share_maps(b, v->obj);
-	if (!e)
-		e = vfs_bpf__load(v);
-	if (!e)
-		e = vfs_bpf__attach(v);
-	if (e) {
-		snprintf(err, errlen, "cannot load or attach the VFS probes (fentry/kprobe): %s",
-			 strerror(-e));
-		vfs_bpf__destroy(v);
-		b->vfs = NULL;
-		return -1;
+}
+
+/* One kernel-side BPF object (bpf/NAME.bpf.c) run on uprobe.bpf.c's maps: its skeleton's
+ * functions (KOBJ_SKEL), the rodata every object has, how its programs are picked, and
+ * what the messages call it. */
+struct kobj {
+	const char *open_what; /* "cannot open the %s BPF object" */
+	const char *load_what; /* "cannot load or attach the %s" */
+	void *(*open)(void);
+	struct bpf_object *(*object)(void *skel);
+	void (*common)(void *skel, const struct uprobe_bpf *up); /* wakeup, profile rodata */
+	int (*load)(void *skel);
+	int (*attach)(void *skel);
+	void (*destroy)(void *skel);
+	void (*choose)(struct dc_bpf *b, void *skel); /* NULL: every program */
+};
+
+#define KOBJ_SKEL(name)                                                                    \
+	static void *name##_open_(void) { return name##_bpf__open(); }                      \
+	static struct bpf_object *name##_object_(void *s) { return ((struct name##_bpf *)s)->obj; } \
+	static void name##_common_(void *s, const struct uprobe_bpf *up)                     \
+	{                                                                                  \
+		struct name##_bpf *k = s;                                                  \
+		k->rodata->wakeup_bytes = up->rodata->wakeup_bytes;                        \
+		k->rodata->profile_ns = up->rodata->profile_ns;                            \
+		k->rodata->profile_t0 = up->rodata->profile_t0;                            \
+	}                                                                                  \
+	static int name##_load_(void *s) { return name##_bpf__load(s); }                    \
+	static int name##_attach_(void *s) { return name##_bpf__attach(s); }                \
+	static void name##_destroy_(void *s) { name##_bpf__destroy(s); }
+#define KOBJ_OPS(name) name##_open_, name##_object_, name##_common_, name##_load_,         \
+	name##_attach_, name##_destroy_
+KOBJ_SKEL(syscall)
+KOBJ_SKEL(kernel)
+KOBJ_SKEL(vfs)
+
+static const struct kobj kobj_syscall = {
+	"syscall", "syscall tracepoints (raw_syscalls:sys_enter/sys_exit, tp_btf)",
+	KOBJ_OPS(syscall), NULL,
+};
+static const struct kobj kobj_kernel = {
+	"kernel-layer", "page cache / block tracepoints (tp_btf)", KOBJ_OPS(kernel),
+	choose_kernel,
+};
+static const struct kobj kobj_vfs = {
+	"VFS", "VFS probes (fentry/kprobe)", KOBJ_OPS(vfs), choose_vfs,
+};
+
+/* Opens the object o describes, picks its programs (all, or those o->choose enables),
+ * points its shared maps at uprobe.bpf.c's (share_maps), copies the common rodata, loads
+ * and attaches it. Returns the skeleton, or NULL with err. */
+static void *load_kobj(struct dc_bpf *b, const struct kobj *o, char *err, size_t errlen)
+{
+	void *skel = o->open();
+	if (!skel) {
+		snprintf(err, errlen, "cannot open the %s BPF object: %s", o->open_what,
+			 strerror(errno));
+		return NULL;
 	}
-	return 0;
+	struct bpf_object *obj = o->object(skel);
+	if (o->choose) {
+		struct bpf_program *prog;
+		bpf_object__for_each_program(prog, obj)
+			bpf_program__set_autoload(prog, false);
+		o->choose(b, skel);
+	}
+	o->common(skel, b->skel);
+	int e = share_maps(b, obj);
+	if (!e)
+		e = o->load(skel);
+	if (!e)
+		e = o->attach(skel);
+	if (e) {
+		snprintf(err, errlen, "cannot load or attach the %s: %s", o->load_what, strerror(-e));
+		o->destroy(skel);
+		return NULL;
+	}
+	return skel;
+}
+
+/* Loads kernel.bpf.c with the programs of the asked tracepoint probes only. 0, or -1
+ * with err. */
+static int load_kernel(struct dc_bpf *b, char *err, size_t errlen)
+{
+	b->kern = load_kobj(b, &kobj_kernel, err, errlen);
+	return b->kern ? 0 : -1;
+}
+
+/* Loads vfs.bpf.c with, per asked function, the pair its probe chose. 0, or -1 with err. */
+static int load_vfs(struct dc_bpf *b, char *err, size_t errlen)
+{
+	b->vfs = load_kobj(b, &kobj_vfs, err, errlen);
+	return b->vfs ? 0 : -1;
 }
 
 /* Loads syscall.bpf.c on the maps of uprobe.bpf.c (one ring buffer, one call stack per
@@ -588,27 +634,8 @@ static int load_vfs(struct dc_bpf *b, char *err, size_t errlen)
  * Returns 0, or -1 with err. */
 static int load_syscalls(struct dc_bpf *b, char *err, size_t errlen)
 {
-	b->sys = syscall_bpf__open();
-	if (!b->sys) {
-		snprintf(err, errlen, "cannot open the syscall BPF object: %s", strerror(errno));
-		return -1;
-	}
-	int e = share_maps(b, b->sys->obj);
-	b->sys->rodata->wakeup_bytes = b->skel->rodata->wakeup_bytes;
-	b->sys->rodata->profile_ns = b->skel->rodata->profile_ns;
-	b->sys->rodata->profile_t0 = b->skel->rodata->profile_t0;
-	if (!e)
-		e = syscall_bpf__load(b->sys);
-	if (!e)
-		e = syscall_bpf__attach(b->sys);
-	if (e) {
-		snprintf(err, errlen, "cannot load or attach the syscall tracepoints "
-			 "(raw_syscalls:sys_enter/sys_exit, tp_btf): %s", strerror(-e));
-		syscall_bpf__destroy(b->sys);
-		b->sys = NULL;
-		return -1;
-	}
-	return 0;
+	b->sys = load_kobj(b, &kobj_syscall, err, errlen);
+	return b->sys ? 0 : -1;
 }
 
 enum dc_pbytes dc_probe_bytes(const struct dc_probe *p, unsigned char *b1, unsigned char *b2)
