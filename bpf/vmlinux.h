@@ -1,0 +1,177 @@
+/* vmlinux.h: the kernel types the BPF programs use, and only the fields they read: a
+ * hand-kept subset of the kernel's BTF (bpftool btf dump file /sys/kernel/btf/vmlinux
+ * format c, Linux 6.18, trimmed). Every struct has preserve_access_index, so libbpf
+ * relocates each field access against the running kernel's BTF at load (CO-RE): the
+ * offsets here need not match any kernel, only the field names and kinds do. The build
+ * reads no kernel BTF. Add a field here when a program reads a new one. */
+#ifndef __VMLINUX_H__
+#define __VMLINUX_H__ /* also tells bpf_tracing.h to use the kernel's pt_regs names */
+
+/* --- base types (include/uapi/asm-generic/int-ll64.h, include/linux/types.h) ------------ */
+typedef signed char __s8;
+typedef unsigned char __u8;
+typedef short __s16;
+typedef unsigned short __u16;
+typedef int __s32;
+typedef unsigned int __u32;
+typedef long long __s64;
+typedef unsigned long long __u64;
+typedef __u8 u8;
+typedef __u16 u16;
+typedef __u32 u32;
+typedef __u64 u64;
+typedef __s64 s64;
+typedef __u16 __be16;
+typedef __u32 __be32;
+typedef __u32 __wsum;
+typedef _Bool bool;
+enum { false = 0, true = 1 };
+typedef unsigned long size_t;
+typedef long ssize_t;
+typedef long long loff_t;
+typedef unsigned short umode_t;
+typedef int pid_t;
+typedef __u32 dev_t;
+typedef u64 sector_t;
+typedef __u32 blk_opf_t;
+typedef u8 blk_status_t;
+
+typedef struct {
+	int counter;
+} atomic_t;
+
+/* --- the BPF UAPI values the programs name (include/uapi/linux/bpf.h) ----------------- */
+enum bpf_map_type {
+	BPF_MAP_TYPE_HASH = 1,
+	BPF_MAP_TYPE_ARRAY = 2,
+	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_LRU_HASH = 9,
+	BPF_MAP_TYPE_RINGBUF = 27,
+};
+enum {
+	BPF_ANY = 0,
+	BPF_NOEXIST = 1,
+	BPF_EXIST = 2,
+};
+enum {
+	BPF_RB_NO_WAKEUP = 1,
+	BPF_RB_FORCE_WAKEUP = 2,
+};
+enum {
+	BPF_RB_AVAIL_DATA = 0,
+};
+
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+
+/* x86-64 (arch/x86/include/asm/ptrace.h): registers at a probe, in kernel names */
+struct pt_regs {
+	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di;
+	unsigned long orig_ax, ip, cs, flags, sp, ss;
+};
+
+/* --- processes, files ------------------------------------------------------------------ */
+struct fdtable {
+	unsigned int max_fds;
+	struct file **fd;
+};
+
+struct files_struct {
+	struct fdtable *fdt;
+};
+
+struct signal_struct {
+	atomic_t live;
+};
+
+struct task_struct {
+	int exit_code;
+	pid_t pid;
+	pid_t tgid;
+	struct files_struct *files;
+	struct signal_struct *signal;
+};
+
+struct super_block {
+	dev_t s_dev;
+};
+
+struct inode {
+	struct super_block *i_sb;
+	unsigned long i_ino;
+};
+
+struct qstr {
+	const unsigned char *name;
+};
+
+struct dentry {
+	struct qstr d_name;
+	struct inode *d_inode;
+};
+
+struct path {
+	struct dentry *dentry;
+};
+
+struct file {
+	struct path f_path;
+	struct inode *f_inode;
+};
+
+struct linux_binprm {
+	unsigned int secureexec : 1;
+	struct file *file;
+};
+
+struct iovec {
+	void *iov_base;
+	size_t iov_len;
+};
+
+struct iov_iter {
+	size_t count;
+};
+
+/* Only named in the VFS functions' prototypes. */
+struct kstat;
+struct filename;
+struct mnt_idmap;
+
+/* --- page cache, block ------------------------------------------------------------------ */
+typedef struct {
+	unsigned long f;
+} memdesc_flags_t; /* folio.flags (Linux 6.18: a struct of one unsigned long) */
+
+struct address_space {
+	struct inode *host;
+};
+
+struct folio {
+	memdesc_flags_t flags;
+	struct address_space *mapping;
+	unsigned long index;
+	unsigned long _flags_1;
+};
+
+enum pageflags {
+	PG_head = 6, /* relocated by name (bpf_core_enum_value) */
+};
+
+struct gendisk {
+	int major;
+	int first_minor;
+};
+
+struct request_queue {
+	struct gendisk *disk;
+};
+
+struct request {
+	struct request_queue *q;
+	blk_opf_t cmd_flags;
+	sector_t __sector;
+};
+
+#pragma clang attribute pop
+
+#endif /* __VMLINUX_H__ */
