@@ -79,7 +79,8 @@ int dc_htab_reserve(struct dc_htab *t)
 
 		if (!t->used(s))
 			continue;
-		for (j = t->hash(s) & (ncap - 1); t->used(SLOT(t, ns, j)); j = (j + 1) & (ncap - 1))
+		for (j = t->hash(s) & (ncap - 1); t->used(SLOT(t, ns, j));
+		     j = (j + 1) & (ncap - 1))
 			;
 		memcpy(SLOT(t, ns, j), s, t->size);
 	}
@@ -121,9 +122,21 @@ size_t dc_parse_size(const char *s)
 	if (errno || end == s)
 		return 0;
 	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
+	case 'k':
+	case 'K':
+		v <<= 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		v <<= 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		v <<= 30;
+		end++;
+		break;
 	}
 	if (*end == 'B' || *end == 'b')
 		end++;
@@ -136,8 +149,8 @@ unsigned long long dc_parse_duration(const char *s)
 		const char *unit;
 		double ns;
 	} units[] = {
-		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "m", 60e9 },
-		{ "h", 3600e9 }, { "", 1e9 },
+		{ "ns", 1 },   { "us", 1e3 },   { "ms", 1e6 }, { "s", 1e9 },
+		{ "m", 60e9 }, { "h", 3600e9 }, { "", 1e9 },
 	};
 	char *end;
 	double v;
