@@ -159,6 +159,7 @@ int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
 	snprintf(p->library, sizeof(p->library), "%s", library);
 	p->offset = offset;
 	p->hidden = hidden;
+	p->mech = strcmp(library, "[syscall]") ? layer->mechanism : DC_MECH_SYSCALL;
 	p->mpi = DC_MPI_NONE;
 	for (int i = 0; i < func->nargs; i++)
 		if (func->args[i].kind == DC_ARG_DATATYPE || func->args[i].kind == DC_ARG_STATUS) {
@@ -487,7 +488,7 @@ static int load_kernel(struct dc_bpf *b, char *err, size_t errlen)
 		bpf_program__set_autoload(progs[i], false);
 	for (unsigned i = 0; i < b->nprobes; i++) {
 		const struct dc_probe *p = &b->probes[i];
-		if (p->layer->mechanism != DC_MECH_TRACEPOINT)
+		if (p->mech != DC_MECH_TRACEPOINT)
 			continue;
 		__u64 c = cookie_of(p, i);
 		switch (p->offset) {
@@ -575,7 +576,7 @@ static int load_vfs(struct dc_bpf *b, char *err, size_t errlen)
 		bpf_program__set_autoload(prog, false);
 	for (unsigned i = 0; i < b->nprobes; i++) {
 		const struct dc_probe *p = &b->probes[i];
-		if (p->layer->mechanism != DC_MECH_KERNEL || p->offset >= NVFS)
+		if (p->mech != DC_MECH_KERNEL || p->offset >= NVFS)
 			continue;
 		v->rodata->vfs_cookie[p->offset] = cookie_of(p, i);
 		vfs_enable(v, p->offset, !strcmp(p->library, "[kprobe]"));
@@ -670,7 +671,7 @@ static struct dc_pinfo pinfo_of(const struct dc_probe *p)
 			break;
 		case DC_ARG_LONG:
 		case DC_ARG_INT:
-			if (!strcmp(a->name, "count") || (p->layer->mechanism == DC_MECH_TRACEPOINT &&
+			if (!strcmp(a->name, "count") || (p->mech == DC_MECH_TRACEPOINT &&
 							   !strcmp(a->name, "size"))) {
 				pi.bytes = a->kind == DC_ARG_LONG ? DC_PB_ARG64 : DC_PB_ARG32;
 				pi.b1 = i;
@@ -726,7 +727,7 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 	}
 	/* syscall probes: a cookie per syscall number in the syscall_cookie map */
 	for (unsigned i = b->nattached; i < b->nprobes; i++) {
-		if (b->probes[i].layer->mechanism != DC_MECH_SYSCALL)
+		if (b->probes[i].mech != DC_MECH_SYSCALL)
 			continue;
 		if (!b->sys && load_syscalls(b, err, errlen))
 			return -1;
@@ -744,7 +745,7 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 	/* kernel-function probes: one load of vfs.bpf.c with the chosen programs */
 	int nk = 0;
 	for (unsigned i = b->nattached; i < b->nprobes; i++)
-		nk += b->probes[i].layer->mechanism == DC_MECH_KERNEL;
+		nk += b->probes[i].mech == DC_MECH_KERNEL;
 	if (nk) {
 		if (b->vfs) {
 			snprintf(err, errlen, "kernel-function probes can be added only once");
@@ -757,7 +758,7 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 	/* tracepoint probes: one load of kernel.bpf.c with the asked programs */
 	int ntp = 0;
 	for (unsigned i = b->nattached; i < b->nprobes; i++)
-		ntp += b->probes[i].layer->mechanism == DC_MECH_TRACEPOINT;
+		ntp += b->probes[i].mech == DC_MECH_TRACEPOINT;
 	if (ntp) {
 		if (b->kern) {
 			snprintf(err, errlen, "tracepoint probes can be added only once");
@@ -771,13 +772,13 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 		/* probes of one library are added together: attach each run at once */
 		unsigned i = b->nattached;
 		while (i < b->nprobes) {
-			if (b->probes[i].layer->mechanism != DC_MECH_UPROBE) {
+			if (b->probes[i].mech != DC_MECH_UPROBE) {
 				i++;
 				continue;
 			}
 			unsigned j = i + 1;
 			while (j < b->nprobes && !strcmp(b->probes[j].library, b->probes[i].library) &&
-			       b->probes[j].layer->mechanism == DC_MECH_UPROBE)
+			       b->probes[j].mech == DC_MECH_UPROBE)
 				j++;
 			ok += attach_multi(b, i, j);
 			i = j;
@@ -794,7 +795,7 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 	const char *lastlib = NULL;
 	for (unsigned i = b->nattached; i < b->nprobes; i++) {
 		struct dc_probe *p = &b->probes[i];
-		if (p->layer->mechanism != DC_MECH_UPROBE)
+		if (p->mech != DC_MECH_UPROBE)
 			continue;
 		if (lastlib && strcmp(p->library, lastlib)) {
 			skip_report(&sk, lastlib, of);

@@ -257,7 +257,7 @@ static void apply_effect(struct dc_consumer *c, struct dc_proc_files *pf,
  * pinfo_of). -1: none. */
 static int64_t record_bytes(const struct dc_record *r, const struct dc_probe *pr)
 {
-	const char *key = pr->layer->mechanism == DC_MECH_TRACEPOINT ? "size" : "count";
+	const char *key = pr->mech == DC_MECH_TRACEPOINT ? "size" : "count";
 	for (int i = r->nargs - 1; i >= 0; i--)
 		if (!r->args[i].is_str && !strcmp(r->args[i].key, key))
 			return r->args[i].i;
@@ -403,7 +403,7 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		dc_rec_int(r, "count", elems * tsize);
 	int64_t ret = f->ret_kind == DC_RET_INT || f->ret_kind == DC_RET_ERRCODE ?
 		      (int)e->ret : e->ret;
-	if (pr->layer->mechanism == DC_MECH_TRACEPOINT) {
+	if (pr->mech == DC_MECH_TRACEPOINT) {
 		/* a kernel event, not a call: no return value */
 		if (e->flags & DC_F_ASYNC)
 			dc_rec_int(r, "async", 1);
@@ -411,13 +411,13 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		/* an entry-only probe (its return is not safe to probe): no ret, dur 0 */
 		dc_rec_int(r, "entry_only", 1);
 	} else if ((e->flags & DC_F_UNFINISHED) ||
-		   (pr->layer->mechanism != DC_MECH_UPROBE && ret <= -512 && ret >= -516)) {
+		   (pr->mech != DC_MECH_UPROBE && ret <= -512 && ret >= -516)) {
 		/* the thread exited inside the call, or (ERESTARTSYS..ERESTART_RESTARTBLOCK,
 		 * kernel-internal, include/linux/errno.h) a signal interrupted the system call,
 		 * which is restarted as a new call or never returns (killed) */
 		dc_rec_int(r, "unfinished", 1);
-	} else if ((pr->layer->mechanism == DC_MECH_SYSCALL ||
-		    pr->layer->mechanism == DC_MECH_KERNEL) && ret < 0 && ret >= -4095) {
+	} else if ((pr->mech == DC_MECH_SYSCALL ||
+		    pr->mech == DC_MECH_KERNEL) && ret < 0 && ret >= -4095) {
 		/* the kernel returns -errno; the contract writes ret -1 and errno (syscall(2)) */
 		dc_rec_int(r, "ret", -1);
 		dc_rec_int(r, "errno", -ret);
@@ -444,7 +444,7 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		r->path = k;
 	}
 	int finished = !(e->flags & (DC_F_UNFINISHED | DC_F_ENTRY)) &&
-		       !(pr->layer->mechanism != DC_MECH_UPROBE && ret <= -512 && ret >= -516);
+		       !(pr->mech != DC_MECH_UPROBE && ret <= -512 && ret >= -516);
 	if (f->effect != DC_FX_NONE && finished && call_ok(f, ret))
 		apply_effect(c, pf, f, e, ret, r->path, &d);
 	if (pr->hidden)

@@ -301,7 +301,7 @@ equal(sorted({e["path"] for e in ev if e["path"] and e["path"].endswith("/zero.b
       "dd: the output's path, exact and absolute")
 equal([e["name"] for e in ev if e["path"] == OUT and e["name"] not in ("write", "fstat",
                                                                        "fstatat")],
-      ["open", "dup2", "close", "close"], "dd: the other calls on the output")
+      ["openat", "dup2", "close", "close"], "dd: the other calls on the output")
 compare("dd", got, want)
 
 # --- 2. cp, tar, gzip, sqlite3 on files of known sizes -------------------------------
