@@ -9,6 +9,8 @@
 #define DC_PATH_SMALL 256   /* paths up to this long travel in a small record */
 #define DC_MAX_DEPTH  16    /* nested probed calls per thread kept in the entry stack */
 #define DC_IOV_MAX    64    /* iovec entries summed for readv/writev-style calls */
+#define DC_NR_SYSCALLS 512  /* system call numbers the syscall_cookie map covers (x86-64
+			     * asm/unistd_64.h numbers are below 512 but the x32 ones) */
 
 /* The kernel functions of the VFS layer, in one order for both sides: bpf/vfs.bpf.c has an
  * fentry/fexit and a kprobe/kretprobe pair for each (programs dc_fe_FN, dc_fx_FN, dc_kp_FN,

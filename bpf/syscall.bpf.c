@@ -6,7 +6,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Syscall number -> attach cookie (DC_COOKIE of its probe), 0: not traced. Written by
  * the loader; the number space is the x86-64 table (asm/unistd_64.h). */
-#define DC_NR_SYSCALLS 512
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, DC_NR_SYSCALLS);

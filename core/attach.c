@@ -159,6 +159,7 @@ int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
 	snprintf(p->library, sizeof(p->library), "%s", library);
 	p->offset = offset;
 	p->hidden = hidden;
+	p->mech = strcmp(library, "[syscall]") ? layer->mechanism : DC_MECH_SYSCALL;
 	p->mpi = DC_MPI_NONE;
 	for (int i = 0; i < func->nargs; i++)
 		if (func->args[i].kind == DC_ARG_DATATYPE || func->args[i].kind == DC_ARG_STATUS) {
@@ -509,7 +510,7 @@ static void choose_kernel(struct dc_bpf *b, void *skel)
 	struct bpf_program *prog;
 	for (unsigned i = 0; i < b->nprobes; i++) {
 		const struct dc_probe *p = &b->probes[i];
-		if (p->layer->mechanism != DC_MECH_TRACEPOINT || p->offset >= DC_TP_NR)
+		if (p->mech != DC_MECH_TRACEPOINT || p->offset >= DC_TP_NR)
 			continue;
 		const char *progs = tracepoints[p->offset].progs;
 		size_t n = strlen(progs);
@@ -529,7 +530,7 @@ static void choose_vfs(struct dc_bpf *b, void *skel)
 	struct vfs_bpf *v = skel;
 	for (unsigned i = 0; i < b->nprobes; i++) {
 		const struct dc_probe *p = &b->probes[i];
-		if (p->layer->mechanism != DC_MECH_KERNEL || p->offset >= NVFS)
+		if (p->mech != DC_MECH_KERNEL || p->offset >= NVFS)
 			continue;
 		v->rodata->vfs_cookie[p->offset] = cookie_of(p, i);
 		vfs_enable(v, p->offset, !strcmp(p->library, "[kprobe]"));
@@ -652,7 +653,7 @@ enum dc_pbytes dc_probe_bytes(const struct dc_probe *p, unsigned char *b1, unsig
 			break;
 		case DC_ARG_LONG:
 		case DC_ARG_INT:
-			if (!strcmp(a->name, "count") || (p->layer->mechanism == DC_MECH_TRACEPOINT &&
+			if (!strcmp(a->name, "count") || (p->mech == DC_MECH_TRACEPOINT &&
 							   !strcmp(a->name, "size"))) {
 				kind = a->kind == DC_ARG_LONG ? DC_PB_ARG64 : DC_PB_ARG32;
 				*b1 = i;
@@ -755,7 +756,7 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 	}
 	/* syscall probes: a cookie per syscall number in the syscall_cookie map */
 	for (unsigned i = b->nattached; i < b->nprobes; i++) {
-		if (b->probes[i].layer->mechanism != DC_MECH_SYSCALL)
+		if (b->probes[i].mech != DC_MECH_SYSCALL)
 			continue;
 		if (!b->sys && load_syscalls(b, err, errlen))
 			return -1;
@@ -773,7 +774,7 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 	/* kernel-function probes: one load of vfs.bpf.c with the chosen programs */
 	int nk = 0;
 	for (unsigned i = b->nattached; i < b->nprobes; i++)
-		nk += b->probes[i].layer->mechanism == DC_MECH_KERNEL;
+		nk += b->probes[i].mech == DC_MECH_KERNEL;
 	if (nk) {
 		if (b->vfs) {
 			snprintf(err, errlen, "kernel-function probes can be added only once");
@@ -786,7 +787,7 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 	/* tracepoint probes: one load of kernel.bpf.c with the asked programs */
 	int ntp = 0;
 	for (unsigned i = b->nattached; i < b->nprobes; i++)
-		ntp += b->probes[i].layer->mechanism == DC_MECH_TRACEPOINT;
+		ntp += b->probes[i].mech == DC_MECH_TRACEPOINT;
 	if (ntp) {
 		if (b->kern) {
 			snprintf(err, errlen, "tracepoint probes can be added only once");
@@ -800,13 +801,13 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 		/* probes of one library are added together: attach each run at once */
 		unsigned i = b->nattached;
 		while (i < b->nprobes) {
-			if (b->probes[i].layer->mechanism != DC_MECH_UPROBE) {
+			if (b->probes[i].mech != DC_MECH_UPROBE) {
 				i++;
 				continue;
 			}
 			unsigned j = i + 1;
 			while (j < b->nprobes && !strcmp(b->probes[j].library, b->probes[i].library) &&
-			       b->probes[j].layer->mechanism == DC_MECH_UPROBE)
+			       b->probes[j].mech == DC_MECH_UPROBE)
 				j++;
 			ok += attach_multi(b, i, j);
 			i = j;
@@ -823,7 +824,7 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 	const char *lastlib = NULL;
 	for (unsigned i = b->nattached; i < b->nprobes; i++) {
 		struct dc_probe *p = &b->probes[i];
-		if (p->layer->mechanism != DC_MECH_UPROBE)
+		if (p->mech != DC_MECH_UPROBE)
 			continue;
 		if (lastlib && strcmp(p->library, lastlib)) {
 			skip_report(&sk, lastlib, of);

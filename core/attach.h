@@ -15,6 +15,9 @@ struct dc_probe {
 	char library[512];   /* the file the uprobe sits in */
 	uint64_t offset;     /* file offset of the function */
 	int hidden;          /* attached only to keep the fd tables right: no event written */
+	enum dc_mechanism mech; /* how it is attached: the layer's mechanism, or
+				   DC_MECH_SYSCALL for a uprobe layer's function served by its
+				   system call (library "[syscall]", offset the number) */
 	int mpi;             /* enum dc_mpi_flavor of the library, for MPI datatype/status args */
 };
 

@@ -249,6 +249,8 @@ int dc_check_main(int argc, char **argv)
 		goto out;
 	}
 	int nlayers = 0;
+	struct dc_sysset claimed;
+	dc_resolve_claimed(reqs, nreq, &claimed);
 	for (int i = 0; i < nreq; i++) {
 		const struct dc_probe_req *r = &reqs[i];
 		int again = 0;
@@ -260,7 +262,7 @@ int dc_check_main(int argc, char **argv)
 		if (r->layer->mechanism == DC_MECH_KERNEL)
 			e = check_kfuncs(&c, r);
 		else
-			e = dc_resolve_req(r, binary, cmd ? cmd + 1 : NULL, 0, add_resolved, &c,
+			e = dc_resolve_req(r, &claimed, binary, cmd ? cmd + 1 : NULL, 0, add_resolved, &c,
 					   &bad, err, sizeof(err));
 		if (e) {
 			if (!err[0])

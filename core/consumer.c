@@ -254,7 +254,7 @@ static void apply_effect(struct dc_consumer *c, struct dc_proc_files *pf,
  * pinfo_of). -1: none. */
 static int64_t record_bytes(const struct dc_record *r, const struct dc_probe *pr)
 {
-	const char *key = pr->layer->mechanism == DC_MECH_TRACEPOINT ? "size" : "count";
+	const char *key = pr->mech == DC_MECH_TRACEPOINT ? "size" : "count";
 	for (int i = r->nargs - 1; i >= 0; i--)
 		if (!r->args[i].is_str && !strcmp(r->args[i].key, key))
 			return r->args[i].i;
@@ -286,7 +286,7 @@ static void record_count(struct dc_record *r, const struct dc_probe *pr,
  * restarted as a new call or never returns (killed). Such a call is unfinished. */
 static int restarted(const struct dc_probe *pr, int64_t ret)
 {
-	return pr->layer->mechanism != DC_MECH_UPROBE && ret <= -512 && ret >= -516;
+	return pr->mech != DC_MECH_UPROBE && ret <= -512 && ret >= -516;
 }
 
 /* A returned call: decode its args by the probe description, then write it. */
@@ -417,7 +417,7 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 	record_count(r, pr, &c->bytes[e->probe], e);
 	int64_t ret = f->ret_kind == DC_RET_INT || f->ret_kind == DC_RET_ERRCODE ?
 		      (int)e->ret : e->ret;
-	if (pr->layer->mechanism == DC_MECH_TRACEPOINT) {
+	if (pr->mech == DC_MECH_TRACEPOINT) {
 		/* a kernel event, not a call: no return value */
 		if (e->flags & DC_F_ASYNC)
 			dc_rec_int(r, "async", 1);
@@ -427,8 +427,8 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 	} else if ((e->flags & DC_F_UNFINISHED) || restarted(pr, ret)) {
 		/* the thread exited inside the call, or a signal interrupted the system call */
 		dc_rec_int(r, "unfinished", 1);
-	} else if ((pr->layer->mechanism == DC_MECH_SYSCALL ||
-		    pr->layer->mechanism == DC_MECH_KERNEL) && ret < 0 && ret >= -4095) {
+	} else if ((pr->mech == DC_MECH_SYSCALL ||
+		    pr->mech == DC_MECH_KERNEL) && ret < 0 && ret >= -4095) {
 		/* the kernel returns -errno; the contract writes ret -1 and errno (syscall(2)) */
 		dc_rec_int(r, "ret", -1);
 		dc_rec_int(r, "errno", -ret);

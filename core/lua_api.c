@@ -271,11 +271,16 @@ static void free_funcs(struct dc_probe_req *req)
 	req->nfuncs = 0;
 }
 
-/* dc.probe(spec): asks for uprobes on functions of a layer's probe description.
+/* dc.probe(spec): asks for the functions of a layer's probe description: uprobes, or the
+ * system call tracepoints for those that are one system call.
  *   spec: a layer name ("posix"), or a table
  *     { layer = "posix", functions = { "open", "read" } (optional: all when absent),
  *       fds_only = true (optional: no events, only the calls that open, close or dup
- *       fds, attached to keep the fd-to-path tables right for other layers) }
+ *       fds, attached to keep the fd-to-path tables right for other layers),
+ *       mechanism = "syscall" (default) or "uprobe" (optional: "uprobe" probes every
+ *       function by its uprobe, also those the description says are one system call,
+ *       `syscall:` in docs/probes.md, which by default are served by the raw_syscalls
+ *       tracepoints) }
  * The functions are attached once the script has run, in the library the command loads.
  * Errors (with the caller's file:line): unknown layer, a bad description file, a function
  * the description does not have. Returns nothing. */
@@ -289,7 +294,8 @@ static int l_probe(lua_State *L)
 	if (lua_type(L, 1) == LUA_TSTRING) {
 		layer = lua_tostring(L, 1);
 	} else {
-		static const char *const known[] = { "layer", "functions", "fds_only", NULL };
+		static const char *const known[] = { "layer", "functions", "fds_only", "mechanism",
+						     NULL };
 		luaL_checktype(L, 1, LUA_TTABLE);
 		check_fields(L, 1, "probe", known);
 		lua_getfield(L, 1, "layer");
@@ -307,6 +313,18 @@ static int l_probe(lua_State *L)
 	snprintf(req.where, sizeof(req.where), "%s", lua_tostring(L, -1));
 	lua_pop(L, 1);
 	if (lua_type(L, 1) == LUA_TTABLE) {
+		lua_getfield(L, 1, "mechanism");
+		const char *mech = lua_tostring(L, -1);
+		if (!lua_isnil(L, -1) && (!mech || (strcmp(mech, "uprobe") &&
+						    strcmp(mech, "syscall"))))
+			return luaL_error(L, "probe: spec.mechanism must be \"syscall\" (the "
+					  "default: functions that are one system call are served "
+					  "by the syscall tracepoints) or \"uprobe\"");
+		req.uprobe = mech && !strcmp(mech, "uprobe");
+		if (req.uprobe && l->mechanism != DC_MECH_UPROBE)
+			return luaL_error(L, "probe: mechanism = \"uprobe\": layer %s is not "
+					  "probed by uprobes (%s)", l->name, l->path);
+		lua_pop(L, 1);
 		lua_getfield(L, 1, "fds_only");
 		int fds_only = lua_toboolean(L, -1);
 		lua_pop(L, 1);

@@ -15,6 +15,8 @@ struct dc_probe_req {
 	char **funcs;             /* NULL: every function of the layer */
 	int nfuncs;
 	char where[256];          /* "script.lua:12", for messages */
+	int uprobe;               /* mechanism = "uprobe": every function by its uprobe, none
+				     served by the system calls its `syscall:` names */
 };
 
 struct dc_script;

@@ -334,6 +334,50 @@ static const char *returns_oddly(const char *name)
 }
 
 /* each_pair callback for a function mapping. */
+/* `syscall: sys_NAME` or `syscall: [sys_NAME, ...]` (at most DC_FUNC_SYSCALLS): each a
+ * system call of this architecture (asm/unistd_64.h), none twice. */
+static int parse_syscalls(struct ctx *c, const yaml_node_t *v, struct dc_func *f)
+{
+	const yaml_node_item_t *it = NULL, *end = NULL;
+	const yaml_node_t *one = v;
+	int i;
+
+	if (v->type == YAML_SEQUENCE_NODE) {
+		it = v->data.sequence.items.start;
+		end = v->data.sequence.items.top;
+		if (it == end)
+			return fail(c, node_line(v), "'syscall' is an empty list");
+	}
+	f->nsyscalls = 0;
+	for (;;) {
+		char *s;
+
+		if (it) {
+			if (it == end)
+				break;
+			one = yaml_document_get_node(c->doc, *it++);
+			if (!one)
+				return fail(c, node_line(v), "bad syscall list");
+		} else if (f->nsyscalls) {
+			break;
+		}
+		if (f->nsyscalls == DC_FUNC_SYSCALLS)
+			return fail(c, node_line(one), "function '%s' names more than %d system "
+				    "calls", f->name[0] ? f->name : "?", DC_FUNC_SYSCALLS);
+		s = f->syscall[f->nsyscalls];
+		if (get_string(c, "syscall", one, s, sizeof f->syscall[0]) != 0)
+			return -1;
+		if (strncmp(s, "sys_", 4) || !is_ident(s) || dc_syscall_nr(s) < 0)
+			return fail(c, node_line(one), "syscall '%s' is not sys_<name> of a system "
+				    "call of this architecture (asm/unistd_64.h)", s);
+		for (i = 0; i < f->nsyscalls; i++)
+			if (strcmp(f->syscall[i], s) == 0)
+				return fail(c, node_line(one), "syscall '%s' named twice", s);
+		f->nsyscalls++;
+	}
+	return 0;
+}
+
 static int func_field(struct ctx *c, const char *key, const yaml_node_t *k,
 		      const yaml_node_t *v, void *arg)
 {
@@ -358,12 +402,7 @@ static int func_field(struct ctx *c, const char *key, const yaml_node_t *k,
 		if (!is_ident(f->symbol))
 			return fail(c, node_line(v), "symbol '%s' is not a C identifier", f->symbol);
 	} else if (strcmp(key, "syscall") == 0) {
-		if (get_string(c, "syscall", v, f->syscall, sizeof f->syscall) != 0)
-			return -1;
-		if (strncmp(f->syscall, "sys_", 4) || !is_ident(f->syscall) ||
-		    dc_syscall_nr(f->syscall) < 0)
-			return fail(c, node_line(v), "syscall '%s' is not sys_<name> of a system "
-				    "call of this architecture (asm/unistd_64.h)", f->syscall);
+		return parse_syscalls(c, v, f);
 	} else if (strcmp(key, "args") == 0) {
 		return parse_args(c, v, f);
 	} else if (strcmp(key, "effect") == 0) {
@@ -683,4 +722,24 @@ void dc_layer_free(struct dc_layer *l)
 	free(l->globs);
 	free(l->funcs);
 	free(l);
+}
+
+const struct dc_func *dc_layer_syscall_namer(const struct dc_layer *l, const char *sys)
+{
+	const struct dc_func *any = NULL;
+	int i, k;
+
+	for (i = 0; i < l->nfuncs; i++) {
+		const struct dc_func *f = &l->funcs[i];
+
+		for (k = 0; k < f->nsyscalls; k++) {
+			if (strcmp(f->syscall[k], sys) != 0)
+				continue;
+			if (k == 0)
+				return f;
+			if (!any)
+				any = f;
+		}
+	}
+	return any;
 }

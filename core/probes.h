@@ -81,13 +81,18 @@ struct dc_arg {
 	enum dc_arg_kind kind;
 };
 
+#define DC_FUNC_SYSCALLS 3 /* system calls a function may name in `syscall:` */
+
 struct dc_func {
 	char name[64];          /* the function as the user knows it: the event's name */
 	char symbol[64];        /* the symbol to attach to when it differs (`symbol:`), or "" */
-	char syscall[32];       /* `syscall:` the system call (sys_<name>, asm/unistd_64.h)
-				   that serves this function one call for one, same arguments
-				   in the same order, or "": none does (readdir's buffered
-				   entries, fopen) */
+	char syscall[DC_FUNC_SYSCALLS][32]; /* `syscall:` the system calls (sys_<name>,
+				   asm/unistd_64.h) the function's calls are, one call for one:
+				   the first is the one it wraps under its own name (same
+				   arguments, same order), the others what the C library makes
+				   for it instead (glibc's open makes openat); [0][0] == 0: none
+				   does (readdir's buffered entries, fopen) */
+	int nsyscalls;
 	struct dc_arg args[DC_PROBE_ARGS];
 	int nargs;
 	enum dc_effect effect;
@@ -131,6 +136,12 @@ int dc_arg_parse(const char *text, struct dc_arg *a, char *err, size_t errlen);
 
 /* Finds a function of the layer by name, NULL when absent. */
 const struct dc_func *dc_layer_func(const struct dc_layer *l, const char *name);
+
+/* The function of layer l whose events system call `sys` (sys_<name>) is written as: the
+ * first in the file whose `syscall:` list starts with it (the call it wraps under its
+ * own name: sys_newfstatat is fstatat, not stat), else the first that names it at all;
+ * NULL when none does. */
+const struct dc_func *dc_layer_syscall_namer(const struct dc_layer *l, const char *sys);
 
 void dc_layer_free(struct dc_layer *l);
 

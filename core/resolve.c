@@ -278,9 +278,82 @@ static int resolve_custom(const struct dc_probe_req *r, const char *binary,
 	return e;
 }
 
-int dc_resolve_req(const struct dc_probe_req *r, const char *binary, char *const *args,
-		   int pid, dc_resolve_fn fn, void *arg, int *bad_binary, char *err,
-		   size_t errlen)
+static int sysset_has(const struct dc_sysset *s, int nr)
+{
+	return s && nr >= 0 && nr < DC_NR_SYSCALLS && (s->bits[nr / 64] >> (nr % 64)) & 1;
+}
+
+void dc_resolve_claimed(const struct dc_probe_req *reqs, int n, struct dc_sysset *claimed)
+{
+	memset(claimed, 0, sizeof(*claimed));
+	for (int i = 0; i < n; i++) {
+		if (reqs[i].layer->mechanism != DC_MECH_SYSCALL)
+			continue;
+		struct dc_req_iter it = { .r = &reqs[i] };
+		const struct dc_func *f;
+		int hidden;
+		while ((f = dc_req_next(&it, &hidden))) {
+			int nr = dc_syscall_nr(f->name);
+			if (nr >= 0 && nr < DC_NR_SYSCALLS)
+				claimed->bits[nr / 64] |= 1ULL << (nr % 64);
+		}
+	}
+}
+
+/* Is f of request r served by its system calls (none of them claimed)? */
+static int served(const struct dc_probe_req *r, const struct dc_sysset *claimed,
+		  const struct dc_func *f)
+{
+	if (r->uprobe || !f->nsyscalls)
+		return 0;
+	for (int k = 0; k < f->nsyscalls; k++)
+		if (sysset_has(claimed, dc_syscall_nr(f->syscall[k])))
+			return 0;
+	return 1;
+}
+
+/* The functions of request r served by system calls: each of their system calls once, as
+ * the function the layer names after it. Returns as fn; *rest: functions left for
+ * uprobes, *nserved: functions served. */
+static int resolve_served(const struct dc_probe_req *r, const struct dc_sysset *claimed,
+			  dc_resolve_fn fn, void *arg, int *rest, int *nserved)
+{
+	const struct dc_layer *l = r->layer;
+	struct dc_req_iter it = { .r = r };
+	const struct dc_func *f;
+	int hidden, e = 0;
+	*rest = *nserved = 0;
+	while (!e && (f = dc_req_next(&it, &hidden))) {
+		if (!served(r, claimed, f)) {
+			(*rest)++;
+			continue;
+		}
+		(*nserved)++;
+		for (int k = 0; k < f->nsyscalls && !e; k++) {
+			const struct dc_func *namer = dc_layer_syscall_namer(l, f->syscall[k]);
+			struct dc_resolved p = { l, namer ? namer : f, "[syscall]",
+						 (uint64_t)dc_syscall_nr(f->syscall[k]), hidden };
+			e = fn(&p, arg);
+		}
+	}
+	return e;
+}
+
+/* The first function of request r left for its uprobe, for messages. */
+static const char *first_unserved(const struct dc_probe_req *r, const struct dc_sysset *claimed)
+{
+	struct dc_req_iter it = { .r = r };
+	const struct dc_func *f;
+	int hidden;
+	while ((f = dc_req_next(&it, &hidden)))
+		if (!served(r, claimed, f))
+			return f->name;
+	return "?";
+}
+
+int dc_resolve_req(const struct dc_probe_req *r, const struct dc_sysset *claimed,
+		   const char *binary, char *const *args, int pid, dc_resolve_fn fn, void *arg,
+		   int *bad_binary, char *err, size_t errlen)
 {
 	const struct dc_layer *l = r->layer;
 	*bad_binary = 0;
@@ -288,6 +361,9 @@ int dc_resolve_req(const struct dc_probe_req *r, const char *binary, char *const
 		return resolve_kernel(r, fn, arg);
 	if (l->custom)
 		return resolve_custom(r, binary, args, pid, fn, arg, err, errlen);
+	int rest, nserved, e0 = resolve_served(r, claimed, fn, arg, &rest, &nserved);
+	if (e0 || !rest)
+		return e0;
 
 	char lib[PATH_MAX];
 	const char *from_arg = NULL;
@@ -312,15 +388,30 @@ int dc_resolve_req(const struct dc_probe_req *r, const char *binary, char *const
 		 * system's library, the one /bin/sh loads */
 		char e2[256];
 		found = find_any("/bin/sh", l->library, lib, sizeof(lib), e2, sizeof(e2));
-		if (found == 0)
+		if (found == 0 && nserved)
+			fprintf(stderr, "datacrumbs: warning: %s does not load %s (a static "
+				"binary): layer %s is traced by its system calls; its %d function%s "
+				"that %s none (%s%s) in the programs it runs that load %s\n",
+				binary, libs, l->name, rest, rest > 1 ? "s" : "",
+				rest > 1 ? "are" : "is", first_unserved(r, claimed),
+				rest > 1 ? ", ..." : "", lib);
+		else if (found == 0)
 			fprintf(stderr, "datacrumbs: warning: %s does not load %s (a static "
 				"binary): layer %s is traced in the programs it runs that load %s\n",
 				binary, libs, l->name, lib);
 	}
 	if (found != 0) {
-		fprintf(stderr, "datacrumbs: warning: %s does not load %s%s: layer %s is not "
-			"traced\n", binary, libs, args && args[0] && pid <= 0 ? ", nor does a "
-			"program among its arguments" : "", l->name);
+		if (nserved) /* a static binary: its system calls are still seen */
+			fprintf(stderr, "datacrumbs: warning: %s does not load %s%s: layer %s is "
+				"traced by its system calls only (%d function%s that %s none, "
+				"such as %s, %s not traced)\n", binary, libs, args && args[0] &&
+				pid <= 0 ? ", nor does a program among its arguments" : "", l->name,
+				rest, rest > 1 ? "s" : "", rest > 1 ? "are" : "is",
+				first_unserved(r, claimed), rest > 1 ? "are" : "is");
+		else
+			fprintf(stderr, "datacrumbs: warning: %s does not load %s%s: layer %s is "
+				"not traced\n", binary, libs, args && args[0] && pid <= 0 ?
+				", nor does a program among its arguments" : "", l->name);
 		return 0;
 	}
 	struct dc_elf_syms *syms = dc_elf_syms_open(lib, err, errlen);
@@ -330,6 +421,8 @@ int dc_resolve_req(const struct dc_probe_req *r, const char *binary, char *const
 	struct dc_req_iter it = { .r = r };
 	const struct dc_func *f;
 	while (!e && (f = dc_req_next(&it, &hidden))) {
+		if (served(r, claimed, f))
+			continue;
 		const char *sym = f->symbol[0] ? f->symbol : f->name;
 		uint64_t off = dc_elf_sym_offset(syms, sym);
 		if (!off && f->symbol[0]) { /* `symbol:` first, then the name itself */

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "datacrumbs.h"
 #include "lua_api.h"
 
 /* One resolved function, handed to the caller (run attaches it, check counts it). */
@@ -27,6 +28,17 @@ struct dc_resolved {
  * Returns 1 for them (exact names; glibc's internal __ aliases included), else 0. */
 int dc_noret_name(const char *name);
 
+/* System calls, as a bit set over their numbers (x86-64, asm/unistd_64.h). */
+struct dc_sysset {
+	uint64_t bits[DC_NR_SYSCALLS / 64];
+};
+
+/* Fills *claimed with the system calls that requests of a `mechanism: syscall` layer (the
+ * SYSCALL layer) ask for, hidden ones included: a function served by one of those is
+ * probed with its uprobe instead (dc_resolve_req), so that both layers' events exist,
+ * the library call and, nested in it, the system call. reqs: n requests. */
+void dc_resolve_claimed(const struct dc_probe_req *reqs, int n, struct dc_sysset *claimed);
+
 /* Called per resolved function; non-zero stops the walk and is returned. */
 typedef int (*dc_resolve_fn)(const struct dc_resolved *p, void *arg);
 
@@ -38,10 +50,15 @@ typedef int (*dc_resolve_fn)(const struct dc_resolved *p, void *arg);
  * /bin/sh loads), for the programs it runs; with pid > 0 the library that process has
  * mapped (/proc/PID/maps). Functions that cannot be found
  * get a one-line warning on stderr (one for the whole layer when it has a `hint:`).
+ * A function whose description names the system calls it is (`syscall:`, docs/probes.md)
+ * resolves to those system calls instead ("[syscall]", offset the number; the event's
+ * function is the one the layer names after each call, dc_layer_syscall_namer), unless
+ * the request asks for uprobes (dc.probe's mechanism = "uprobe") or `claimed` (may be
+ * NULL) holds one of them: then to its uprobe.
  * Returns 0; or -1 with err, and *bad_binary set when binary itself cannot be read (the
  * command could not run either). */
-int dc_resolve_req(const struct dc_probe_req *r, const char *binary, char *const *args,
-		   int pid, dc_resolve_fn fn, void *arg, int *bad_binary, char *err,
-		   size_t errlen);
+int dc_resolve_req(const struct dc_probe_req *r, const struct dc_sysset *claimed,
+		   const char *binary, char *const *args, int pid, dc_resolve_fn fn, void *arg,
+		   int *bad_binary, char *err, size_t errlen);
 
 #endif

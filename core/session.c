@@ -160,6 +160,8 @@ static int resolve_probes(struct session *s, const char *binary, char *err, size
 			 s->o->script);
 		return -1;
 	}
+	struct dc_sysset claimed;
+	dc_resolve_claimed(reqs, nreq, &claimed);
 	for (int i = 0; i < nreq; i++) {
 		const struct dc_probe_req *r = &reqs[i];
 		const struct dc_layer *l = r->layer;
@@ -172,7 +174,7 @@ static int resolve_probes(struct session *s, const char *binary, char *err, size
 		}
 		struct add_ctx ctx = { s, 0 };
 		int bad;
-		int e = dc_resolve_req(r, binary, s->o->cmd ? s->o->cmd + 1 : NULL,
+		int e = dc_resolve_req(r, &claimed, binary, s->o->cmd ? s->o->cmd + 1 : NULL,
 				       s->started ? 0 : s->o->pid, add_resolved, &ctx,
 				       &bad, err, errlen);
 		if (e) {

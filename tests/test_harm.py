@@ -8,7 +8,8 @@ tree, must behave exactly as untraced:
      `[ ]` tests sees every `$?` right; the traced program's own events are there;
   2. while io_posix.lua runs, no uretprobe exists: datacrumbs holds no perf_event link,
      and every uprobe_multi link it holds runs dc_session (a program the kernel links
-     only with the session attach type);
+     only with the session attach type); and no uprobe sits on libc's system-call
+     wrappers (read, write, open, ...): the syscall tracepoints serve them;
   3. functions="*" on libc.so.6: attaches with the warning naming what was skipped, and
      `ls -l /usr/bin` under it prints exactly what it prints untraced; functions whose
      first instruction is AVX-512 (EVEX) are refused even when named;
@@ -101,6 +102,51 @@ def no_uretprobe(pid):
           % kinds)
     multi = sorted({prog_name(i) for k, i in links if k == "uprobe_multi"})
     equal(multi, ["dc_session"], "io_posix: every uprobe_multi link runs dc_session")
+    # the POSIX layer's system-call wrappers are served by the syscall tracepoints: no
+    # uprobe on any of them; in libc only what is no system call (opendir, fdopendir,
+    # readdir = readdir64, closedir), in ld.so only its own mmap and munmap
+    probed = uprobe_offsets(pid)
+    libc = [p for p in probed if os.path.basename(p).startswith("libc.so")]
+    equal(len(libc), 1, "io_posix: one uprobe_multi link on libc: %r" % sorted(probed))
+    if libc:
+        want = {sym_offset(libc[0], f) for f in ("opendir", "fdopendir", "readdir", "closedir")}
+        equal(sorted(probed[libc[0]]), sorted(want), "io_posix: the uprobes on libc")
+        wrappers = {sym_offset(libc[0], f) for f in ("read", "write", "open", "openat", "close",
+                                                     "pread64", "pwrite64", "lseek", "fstat",
+                                                     "stat", "fstatat", "fsync", "__open_nocancel",
+                                                     "__read_nocancel", "__close_nocancel")}
+        equal(sorted(wrappers & set(probed[libc[0]])), [],
+              "io_posix: no uprobe on libc's system-call wrappers")
+    ld = [p for p in probed if os.path.basename(p).startswith("ld-linux")]
+    if ld:
+        equal(len(probed[ld[0]]), 2, "io_posix: ld.so's uprobes (mmap, munmap)")
+
+
+def uprobe_offsets(pid):
+    """{path: [file offsets]} of the uprobe_multi links process pid holds (their fdinfo
+    lists path, then a 'cookie offset ref_ctr_offset' row per uprobe; Linux >= 6.8)."""
+    out = {}
+    for fd in os.listdir("/proc/%d/fdinfo" % pid):
+        try:
+            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+                t = f.read()
+        except OSError:
+            continue
+        if not re.search(r"^link_type:\s*uprobe_multi$", t, re.M):
+            continue
+        path = re.search(r"^path:\s*(\S+)", t, re.M).group(1)
+        out.setdefault(path, []).extend(int(m, 16) for m in
+                                        re.findall(r"^\d+\s+(0x[0-9a-f]+)\s+0x", t, re.M))
+    return out
+
+
+def sym_offset(lib, name):
+    """The file offset of function name in lib, as datacrumbs list --functions prints it."""
+    r = subprocess.run([DC, "list", "--functions", "%s:%s" % (lib, name)], capture_output=True,
+                       text=True)
+    m = re.search(r"^%s\s+(0x[0-9a-f]+)$" % re.escape(name), r.stdout, re.M)
+    check(m, "list --functions %s:%s: %r" % (lib, name, r.stdout + r.stderr))
+    return int(m.group(1), 16) if m else None
 
 
 before = bad_dmesg()

@@ -3,6 +3,7 @@ offsets, a failing open, two threads, a fork, an exec) and checks every event on
 files exactly: name, pid, tid, fd, count, offset, ret, path, nesting. Also a script
 callback that drops and tags events, and that untraced processes stay out."""
 import os
+import re
 import subprocess
 import sys
 
@@ -62,19 +63,43 @@ P, T0, T1, C, E = ids["main"], ids["thread0"], ids["thread1"], ids["child"], ids
 check(len({P, T0, T1}) == 3, "threads have their own tids: %r" % ids)
 
 # the dynamic loader's first calls are traced: probes were attached before the first
-# instruction (ld.so's own functions, from its debug symbols: probes/ldso.yaml)
+# instruction. They are system calls, seen by the raw_syscalls tracepoints (no uprobe, no
+# debug symbols): ld.so checks /etc/ld.so.preload, opens its cache and fstat()s it
+# (glibc 2.36 makes fstat newfstatat(fd, "", AT_EMPTY_PATH): one fstatat event)
+AT_EMPTY_PATH = 0x1000
 first = [(e["name"], e["path"], e["args"].get("flags"), e["args"]["ret"])
-         for e in dctest.calls(events) if e["pid"] == P and e["path"]][:2]
-equal(first[:1], [("__open_nocancel", "/etc/ld.so.cache", os.O_RDONLY | os.O_CLOEXEC, 3)],
-      "the first call of the program is ld.so opening its cache")
-check(len(first) == 2 and first[1][0] == "fstat" and first[1][1] == "/etc/ld.so.cache",
-      "then ld.so's fstat of it: %r" % first)
-libc_opens = [e for e in dctest.calls(events) if e["pid"] == P and e["name"] == "__open_nocancel"
+         for e in dctest.calls(events) if e["pid"] == P and e["path"]][:3]
+equal(first, [("access", "/etc/ld.so.preload", None, -1),
+              ("openat", "/etc/ld.so.cache", os.O_RDONLY | os.O_CLOEXEC, 3),
+              ("fstatat", "/etc/ld.so.cache", AT_EMPTY_PATH, 0)],
+      "the program's first calls are ld.so's: preload check, its cache opened, fstat")
+libc_opens = [e for e in dctest.calls(events) if e["pid"] == P and e["name"] == "openat"
               and e["path"] and os.path.basename(e["path"]) == "libc.so.6"]
 equal(len(libc_opens), 1, "ld.so opens libc.so.6 once")
 
-main = mine(events, data, pid=P, tid=P)
+# prog_io's calls on data/, as strace shows them: glibc's open(2) is openat(AT_FDCWD, ...),
+# its stat(2) one newfstatat (one event, not two); a failed call has ret -1 and errno
 want_main = [
+    ("chdir", ".", {"ret": 0}),
+    ("openat", "data.bin", {"dirfd": AT_FDCWD, "flags": WFLAGS, "mode": 0o644, "ret": 3}),
+    ("write", "data.bin", {"fd": 3, "count": 4096, "ret": 4096}),
+    ("pwrite", "data.bin", {"fd": 3, "count": 1000, "offset": 8192, "ret": 1000}),
+    ("fsync", "data.bin", {"fd": 3, "ret": 0}),
+    ("close", "data.bin", {"fd": 3, "ret": 0}),
+    ("openat", "data.bin", {"dirfd": AT_FDCWD, "flags": 0, "ret": 3}),
+    ("read", "data.bin", {"fd": 3, "count": 100, "ret": 100}),
+    ("lseek", "data.bin", {"fd": 3, "offset": 8192, "whence": 0, "ret": 8192}),
+    ("read", "data.bin", {"fd": 3, "count": 2000, "ret": 1000}),
+    ("pread", "data.bin", {"fd": 3, "count": 10, "offset": 4000, "ret": 10}),
+    ("close", "data.bin", {"fd": 3, "ret": 0}),
+    ("fstatat", "data.bin", {"dirfd": AT_FDCWD, "flags": 0, "ret": 0}),
+    ("openat", "missing/nothere", {"dirfd": AT_FDCWD, "flags": 0, "ret": -1, "errno": 2}),
+    ("unlink", "data.bin", {"ret": 0}),
+]
+# the same calls by uprobes on libc (dc.probe's mechanism = "uprobe"): the library
+# functions themselves; glibc's stat is a tail call into fstatat, so the inner call
+# returns first, nested under it
+want_uprobe = [
     ("chdir", ".", {"ret": 0}),
     ("open", "data.bin", {"flags": WFLAGS, "mode": 0o644, "ret": 3}),
     ("write", "data.bin", {"fd": 3, "count": 4096, "ret": 4096}),
@@ -87,36 +112,26 @@ want_main = [
     ("read", "data.bin", {"fd": 3, "count": 2000, "ret": 1000}),
     ("pread", "data.bin", {"fd": 3, "count": 10, "offset": 4000, "ret": 10}),
     ("close", "data.bin", {"fd": 3, "ret": 0}),
-    # stat(2) is a tail call into fstatat in glibc 2.36: the inner call returns first
     ("fstatat", "data.bin", {"dirfd": AT_FDCWD, "flags": 0, "ret": 0}),
     ("stat", "data.bin", {"ret": 0}),
     ("open", "missing/nothere", {"flags": 0, "ret": -1}),
     ("unlink", "data.bin", {"ret": 0}),
 ]
+main = mine(events, data, pid=P, tid=P)
 got_main = [shape(e, data) for e in main]
 equal(len(got_main), len(want_main), "number of main-thread events on data/")
 for i, (g, w) in enumerate(zip(got_main, want_main)):
     equal(g, w, "main-thread event %d" % i)
-
-# nesting: fstatat is the child of stat; everything else is outermost
-by_name = {}
+# every call the program made itself is outermost
 for e in main:
-    by_name.setdefault(e["name"], []).append(e)
-if "stat" in by_name and "fstatat" in by_name:
-    st, fs = by_name["stat"][0], by_name["fstatat"][0]
-    equal((fs["args"]["level"], fs["args"]["p_idx"]), (2, st["id"]), "fstatat nests under stat")
-    equal((st["args"]["level"], st["args"]["p_idx"]), (1, -1), "stat is outermost")
-    check(st["ts"] <= fs["ts"] and fs["ts"] + fs["dur"] <= st["ts"] + st["dur"] + dctest.US_ROUNDING,
-          "fstatat lies within stat in time")
-for e in main:
-    if e["name"] != "fstatat":
-        equal((e["args"]["level"], e["args"]["p_idx"]), (1, -1), "%s is outermost" % e["name"])
+    equal((e["args"]["level"], e["args"]["p_idx"]), (1, -1), "%s is outermost" % e["name"])
 
 # the two threads: same process, own tids, 3 writes of 512 bytes each
 for tid, n in ((T0, 0), (T1, 1)):
     got = [shape(e, data) for e in mine(events, data, pid=P, tid=tid)]
     f = "t%d.bin" % n
-    want = [("open", f, {"flags": WFLAGS, "mode": 0o600, "ret": got[0][2].get("ret") if got else None})]
+    want = [("openat", f, {"dirfd": AT_FDCWD, "flags": WFLAGS, "mode": 0o600,
+                           "ret": got[0][2].get("ret") if got else None})]
     want += [("write", f, {"fd": want[0][2]["ret"], "count": 512, "ret": 512})] * 3
     want += [("close", f, {"fd": want[0][2]["ret"], "ret": 0})]
     equal(got, want, "thread %d events" % n)
@@ -124,13 +139,13 @@ for tid, n in ((T0, 0), (T1, 1)):
 
 # the forked child writes 777 bytes; the exec'd child 333
 equal([shape(e, data) for e in mine(events, data, pid=C)],
-      [("open", "child.bin", {"flags": WFLAGS, "mode": 0o600, "ret": 3}),
+      [("openat", "child.bin", {"dirfd": AT_FDCWD, "flags": WFLAGS, "mode": 0o600, "ret": 3}),
        ("write", "child.bin", {"fd": 3, "count": 777, "ret": 777}),
        ("close", "child.bin", {"fd": 3, "ret": 0})], "forked child events")
 check(all(e["tid"] == C for e in mine(events, data, pid=C)), "forked child tid == pid")
 equal([shape(e, data) for e in mine(events, data, pid=E)],
       [("chdir", ".", {"ret": 0}),
-       ("open", "exec.bin", {"flags": WFLAGS, "mode": 0o600, "ret": 3}),
+       ("openat", "exec.bin", {"dirfd": AT_FDCWD, "flags": WFLAGS, "mode": 0o600, "ret": 3}),
        ("write", "exec.bin", {"fd": 3, "count": 333, "ret": 333}),
        ("close", "exec.bin", {"fd": 3, "ret": 0})], "exec'd child events")
 
@@ -172,8 +187,35 @@ end)
 data, ids, events, meta, r = run_prog("posix-cb-run", script)
 got = mine(events, data)
 equal([e for e in got if e["path"].endswith("t1.bin")], [], "dropped events absent")
-equal(sorted({e["name"] for e in got}), ["close", "open", "write"], "only the asked functions")
+# open(3) asked for: glibc's open makes openat(2), the event's name (probes/posix.yaml)
+equal(sorted({e["name"] for e in got}), ["close", "openat", "write"], "only the asked functions")
 w = [e for e in got if e["name"] == "write" and e["path"].endswith("child.bin")]
 equal([(e["args"].get("phase"), "count" in e["args"], e["args"]["ret"]) for e in w],
       [("io", False, 777)], "the callback tagged the write and removed its count")
+
+# --- the uprobe way, on request: the library functions themselves ------------------------
+script = os.path.join(dctest.workdir("posix-up"), "uprobe.lua")
+with open(script, "w") as f:
+    f.write('local dc = require "datacrumbs"\n'
+            'dc.probe { layer = "posix", mechanism = "uprobe" }\n')
+data, ids, events, meta, r = run_prog("posix-up-run", script)
+main = mine(events, data, pid=ids["main"], tid=ids["main"])
+equal([shape(e, data) for e in main], want_uprobe, "mechanism = uprobe: main-thread events")
+by_name = {}
+for e in main:
+    by_name.setdefault(e["name"], []).append(e)
+if "stat" in by_name and "fstatat" in by_name:
+    st, fs = by_name["stat"][0], by_name["fstatat"][0]
+    equal((fs["args"]["level"], fs["args"]["p_idx"]), (2, st["id"]),
+          "mechanism = uprobe: fstatat nests under stat")
+    check(st["ts"] <= fs["ts"] and fs["ts"] + fs["dur"] <= st["ts"] + st["dur"] + dctest.US_ROUNDING,
+          "fstatat lies within stat in time")
+bad_lua = os.path.join(dctest.workdir("posix-bad"), "bad.lua")
+with open(bad_lua, "w") as f:
+    f.write('local dc = require "datacrumbs"\n'
+            'dc.probe { layer = "posix", mechanism = "kprobe" }\n')
+bad = dctest.run_dc(["check", bad_lua])
+check(bad.returncode != 0 and re.search(r'bad\.lua:2: probe: spec\.mechanism must be '
+                                        r'"syscall"', bad.stderr),
+      "mechanism = kprobe: one line naming the script's line: %r" % bad.stderr)
 dctest.finish()

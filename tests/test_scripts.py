@@ -100,8 +100,14 @@ equal([(e["name"], e["args"]["count"], e["args"]["ret"]) for e in calls if e["pa
 equal([e for e in calls if e["path"] == data + ".b" and e["name"] == "write"], [],
       "small_io: no detailed write of the big file")
 summ = [e for e in events if e.get("name") == "io_summary"]
-equal([(e["path"], e["args"]["calls"], e["args"]["bytes"], e["args"]["small_or_unaligned"])
-       for e in summ], [(data + ".b", 10, 655360, 0)], "small_io: the big file's summary")
+# each dd's setlocale reads glibc's locale.alias in 4096-byte reads (an aligned file too):
+# one read of the whole file, one at its end returning 0
+alias = "/usr/share/locale/locale.alias"
+want = [(data + ".b", 10, 655360, 0)]
+if os.path.exists(alias) and os.path.getsize(alias) < 4096:
+    want.append((alias, 4, 2 * os.path.getsize(alias), 0))
+equal(sorted((e["path"], e["args"]["calls"], e["args"]["bytes"], e["args"]["small_or_unaligned"])
+             for e in summ), sorted(want), "small_io: the big files' summaries")
 equal(sorted((e["args"]["count"]) for e in calls if e["path"] == "/dev/zero" and e["name"] == "read"),
       [100] * 50 + [65536] * 10, "small_io: /dev/zero, mostly small, in detail")
 
@@ -156,7 +162,7 @@ dctest.check_pfw(t)
 events, _, _ = dctest.read_trace(t)
 mine = [(e["name"], e["args"].get("tag"), "never" in e["args"]) for e in dctest.calls(events)
         if e["path"] == data]
-equal(mine, [("open", None, False)] + [("write", "w", False)] * 3,
+equal(mine, [("openat", None, False)] + [("write", "w", False)] * 3,
       "filters: writes tagged by the name filter, closes dropped by the cat filter")
 equal([e for e in events if e.get("name") == "end"][0]["args"]["script_errors"], 0,
       "filters: the first callback saw only writes")

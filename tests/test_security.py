@@ -333,7 +333,7 @@ else:
     events, _, meta = dctest.read_trace(t)
     posix = dctest.calls(events)
     equal([(e["name"], e["args"].get("ret")) for e in posix if e["path"] == hello],
-          [("open", 3), ("write", 6), ("close", 0)], "caps: the program's own calls are traced")
+          [("openat", 3), ("write", 6), ("close", 0)], "caps: the program's own calls are traced")
     equal([e for e in posix if e["path"] == secret], [], "caps: nothing of the setuid program")
     unt = [e for e in events if e.get("name") == "untraced" and e.get("cat") == "datacrumbs"]
     equal([e["args"]["reason"] for e in unt], ["privileged exec"], "caps: the untraced record")

@@ -251,6 +251,8 @@ static const struct { const char *file, *error; } bad[] = {
 	{ "probes_bad_ret.yaml", ":7: unknown ret 'short' (int, long, pointer, errcode or void)" },
 	{ "probes_bad_syscall.yaml", ":7: syscall 'sys_reed' is not sys_<name> of a system "
 	  "call of this architecture (asm/unistd_64.h)" },
+	{ "probes_bad_syscall_twice.yaml", ":7: syscall 'sys_open' named twice" },
+	{ "probes_bad_syscall_many.yaml", ":7: function 'stat' names more than 3 system calls" },
 	{ "probes_bad_two_paths.yaml", ":6: more than one 'path' argument (at most one is "
 	  "recorded per call)" },
 };
@@ -290,20 +292,29 @@ static void test_bad(const char *src)
 		CHECK(seen[j], "fixture %s is missing", bad[j].file);
 }
 
-/* probes/posix.yaml's `syscall:` fields: exact for a few functions, none on an alias or
- * on what no system call serves one for one, and where probes/syscalls.yaml describes
- * the system call, the same arguments (names; int and uint alike) in the same order. */
+/* probes/posix.yaml's `syscall:` fields: exact for a few functions (an alias names what its
+ * function names, a compat symbol too; none on what no system call serves one for one),
+ * and for each system call the function its events are named after: where
+ * probes/syscalls.yaml describes the call, the same arguments (names; int and uint alike)
+ * in the same order. */
 static void test_posix_syscalls(const char *src)
 {
 	char path[PATH_MAX], err[512];
 	struct dc_layer *px, *sy;
-	static const char *const want[][2] = {
-		{ "write", "sys_write" }, { "pread", "sys_pread64" }, { "pread64", "" },
-		{ "fstat", "sys_fstat" }, { "fstatat", "sys_newfstatat" }, { "stat64", "" },
-		{ "openat", "sys_openat" }, { "open", "sys_open" }, { "__open_nocancel", "" },
-		{ "readdir", "" }, { "opendir", "" }, { "lseek", "sys_lseek" },
+	static const char *const want[][3] = {
+		{ "write", "sys_write", "" }, { "pread", "sys_pread64", "" },
+		{ "pread64", "sys_pread64", "" }, { "fstat", "sys_fstat", "sys_newfstatat" },
+		{ "fstatat", "sys_newfstatat", "" }, { "stat64", "sys_stat", "sys_newfstatat" },
+		{ "__fxstat", "sys_fstat", "sys_newfstatat" }, { "openat", "sys_openat", "" },
+		{ "open", "sys_open", "sys_openat" }, { "__open_nocancel", "sys_openat", "" },
+		{ "faccessat", "sys_faccessat2", "sys_faccessat" },
+		{ "readdir", "", "" }, { "opendir", "", "" }, { "lseek", "sys_lseek", "" },
 	};
-	int n = 0;
+	static const char *const namers[][2] = {
+		{ "sys_newfstatat", "fstatat" }, { "sys_openat", "openat" },
+		{ "sys_stat", "stat" }, { "sys_pread64", "pread" }, { "sys_getdents64", NULL },
+	};
+	int n = 0, nnamers = 0;
 
 	snprintf(path, sizeof path, "%s/probes/posix.yaml", src);
 	px = dc_layer_load(path, err, sizeof err);
@@ -314,15 +325,28 @@ static void test_posix_syscalls(const char *src)
 		goto out;
 	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
 		const struct dc_func *f = dc_layer_func(px, want[i][0]);
-		CHECK(f && strcmp(f->syscall, want[i][1]) == 0, "%s: syscall want '%s' got '%s'",
-		      want[i][0], want[i][1], f ? f->syscall : "(absent)");
+		int nwant = !!want[i][1][0] + !!want[i][2][0];
+		CHECK(f && f->nsyscalls == nwant, "%s: want %d system calls, got %d", want[i][0],
+		      nwant, f ? f->nsyscalls : -1);
+		for (int k = 0; f && k < nwant && k < f->nsyscalls; k++)
+			CHECK(strcmp(f->syscall[k], want[i][1 + k]) == 0, "%s: syscall %d want "
+			      "'%s' got '%s'", want[i][0], k, want[i][1 + k], f->syscall[k]);
+	}
+	for (size_t i = 0; i < sizeof namers / sizeof namers[0]; i++) {
+		const struct dc_func *f = dc_layer_syscall_namer(px, namers[i][0]);
+		CHECK(namers[i][1] ? f && !strcmp(f->name, namers[i][1]) : !f,
+		      "%s: named after %s, got %s", namers[i][0], namers[i][1] ? namers[i][1]
+		      : "(none)", f ? f->name : "(none)");
 	}
 	for (int i = 0; i < px->nfuncs; i++) {
 		const struct dc_func *f = &px->funcs[i], *s;
-		if (!f->syscall[0])
+		if (!f->nsyscalls)
 			continue;
 		n++;
-		if (!(s = dc_layer_func(sy, f->syscall)))
+		if (dc_layer_syscall_namer(px, f->syscall[0]) != f)
+			continue;
+		nnamers++;
+		if (!(s = dc_layer_func(sy, f->syscall[0])))
 			continue;
 		int same = f->nargs == s->nargs;
 		for (int a = 0; same && a < f->nargs; a++) {
@@ -336,7 +360,8 @@ static void test_posix_syscalls(const char *src)
 		CHECK(same, "%s (line %d) and %s (syscalls.yaml line %d): arguments differ",
 		      f->name, f->line, s->name, s->line);
 	}
-	CHECK(n == 49, "functions with a syscall: want 49, got %d", n);
+	CHECK(n == 84, "functions with a syscall: want 84, got %d", n);
+	CHECK(nnamers == 51, "system calls named: want 51, got %d", nnamers);
 out:
 	dc_layer_free(px);
 	dc_layer_free(sy);
