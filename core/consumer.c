@@ -289,21 +289,15 @@ static int restarted(const struct dc_probe *pr, int64_t ret)
 	return pr->mech != DC_MECH_UPROBE && ret <= -512 && ret >= -516;
 }
 
-/* A returned call: decode its args by the probe description, then write it. */
-static void on_call(struct dc_consumer *c, const struct dc_event *e, const char *epath)
+/* on_call's parts, in its order: the record's fixed fields, the arguments decoded by the
+ * probe description, the return value, the file the call is about, and where the record
+ * goes (profile aggregates, the script, the trace). */
+
+/* The fixed fields of call e's record r (its args emptied). */
+static void record_head(struct dc_consumer *c, struct dc_record *r, const struct dc_probe *pr,
+			const struct dc_event *e)
 {
-	const struct dc_probe *pr = dc_bpf_probe(c->bpf, e->probe);
-	if (!pr)
-		return;
 	const struct dc_func *f = pr->func;
-	struct dc_proc_files *pf = dc_files_find(e->pid);
-	if (!pf) {
-		/* a process whose fork record we did not get (lost, or it predates -p):
-		 * its cwd and fds as /proc shows them now */
-		dc_files_from_proc(e->pid);
-		pf = dc_files_get(e->pid);
-	}
-	struct dc_record *r = &c->rec;
 	r->id = e->id;
 	r->name = f->name;
 	r->cat = pr->layer->name;
@@ -316,8 +310,15 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 	r->path = NULL;
 	r->nargs = 0;
 	r->used = 0;
+}
 
-	struct decoded d = { -1, -1, -1, -1, -1, 0, 0, 0, 0 };
+/* Records call e's arguments by the probe description (integer widths, `mode` only with
+ * O_CREAT, `count`s), and notes in d which of them name its file or handles. Long on
+ * purpose: one case per enum dc_arg_kind (probes.h), in its order. */
+static void record_args(struct dc_consumer *c, struct dc_record *r, const struct dc_probe *pr,
+			const struct dc_event *e, struct decoded *d)
+{
+	const struct dc_func *f = pr->func;
 	int flagsi = c->flags_arg[e->probe];
 	int aux = (e->flags & DC_F_AUX) != 0;
 	for (int i = 0; i < f->nargs; i++) {
@@ -325,12 +326,12 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		uint64_t v = e->args[i];
 		switch (a->kind) {
 		case DC_ARG_FD:
-			if (d.fdi < 0)
-				d.fdi = i;
+			if (d->fdi < 0)
+				d->fdi = i;
 			dc_rec_int(r, a->name, (int)v);
 			break;
 		case DC_ARG_DIRFD:
-			d.dirfdi = i;
+			d->dirfdi = i;
 			dc_rec_int(r, a->name, (int)v);
 			break;
 		case DC_ARG_INT:
@@ -353,16 +354,16 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 			break;
 		case DC_ARG_DIR:
 		case DC_ARG_HANDLE:
-			d.has_handle = 1;
-			d.handle = v;
+			d->has_handle = 1;
+			d->handle = v;
 			break;
 		case DC_ARG_HANDLE_IN:
-			d.has_handle = aux;
-			d.handle = e->aux;
+			d->has_handle = aux;
+			d->handle = e->aux;
 			break;
 		case DC_ARG_HANDLE_OUT:
-			d.has_new = aux;
-			d.new_handle = e->aux;
+			d->has_new = aux;
+			d->new_handle = e->aux;
 			break;
 		case DC_ARG_LONG_OUT:
 			if (aux)
@@ -370,7 +371,7 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 			break;
 		case DC_ARG_FILE:
 			if (aux && (int)e->aux >= 0)
-				d.fd = (int)e->aux;
+				d->fd = (int)e->aux;
 			break;
 		case DC_ARG_STR: { /* BPF put the string's first bytes in place of the pointer,
 				     when the call returned */
@@ -397,11 +398,11 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 				dc_rec_int(r, a->name, dc_mpi_status_bytes(pr->mpi, e->aux));
 			break;
 		case DC_ARG_INO:
-			d.inoi = i;
+			d->inoi = i;
 			dc_rec_int(r, a->name, (int64_t)v);
 			break;
 		case DC_ARG_DEV:
-			d.devi = i;
+			d->devi = i;
 			dc_rec_int(r, a->name, (int64_t)v);
 			break;
 		case DC_ARG_PATH:
@@ -411,10 +412,19 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		}
 	}
 	if (f->effect == DC_FX_FOPEN)
-		d.fd = aux && (int)e->aux >= 0 ? (int)e->aux : -1; /* the returned FILE's */
-	if (d.fd >= 0)
-		dc_rec_int(r, "fd", d.fd);
+		d->fd = aux && (int)e->aux >= 0 ? (int)e->aux : -1; /* the returned FILE's */
+	if (d->fd >= 0)
+		dc_rec_int(r, "fd", d->fd);
 	record_count(r, pr, &c->bytes[e->probe], e);
+}
+
+/* Records call e's return value as the contract wants it (ret; -1 and errno for kernel
+ * calls; unfinished, entry_only, async instead). Returns the value, -1 for a kernel
+ * call's error. */
+static int64_t record_ret(struct dc_record *r, const struct dc_probe *pr,
+			  const struct dc_event *e)
+{
+	const struct dc_func *f = pr->func;
 	int64_t ret = f->ret_kind == DC_RET_INT || f->ret_kind == DC_RET_ERRCODE ?
 		      (int)e->ret : e->ret;
 	if (pr->mech == DC_MECH_TRACEPOINT) {
@@ -436,29 +446,40 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 	} else if (f->ret_kind != DC_RET_VOID) {
 		dc_rec_int(r, "ret", ret);
 	}
+	return ret;
+}
 
+/* Sets r->path to the file call e is about: its path argument made absolute, else its
+ * fd's, FILE's, handle's or inode's path, copied into r (the fd table may change below);
+ * NULL: none. */
+static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
+			struct dc_record *r, const struct dc_event *e, const char *epath,
+			const struct decoded *d)
+{
 	if (epath) {
-		r->path = dc_files_resolve(pf, d.dirfdi >= 0,
-					   d.dirfdi >= 0 ? (int)e->args[d.dirfdi] : 0,
+		r->path = dc_files_resolve(pf, d->dirfdi >= 0,
+					   d->dirfdi >= 0 ? (int)e->args[d->dirfdi] : 0,
 					   epath, c->path, sizeof(c->path));
-	} else if (d.fdi >= 0) {
-		r->path = dc_files_fd_at(pf, (int)e->args[d.fdi], e->ts);
-	} else if (d.fd >= 0) {
-		r->path = dc_files_fd_at(pf, d.fd, e->ts);
-	} else if (d.has_handle) {
-		r->path = dc_files_dir(pf, d.handle);
-	} else if (d.inoi >= 0 && d.devi >= 0) {
-		r->path = dc_files_inode(e->args[d.devi], e->args[d.inoi]);
+	} else if (d->fdi >= 0) {
+		r->path = dc_files_fd_at(pf, (int)e->args[d->fdi], e->ts);
+	} else if (d->fd >= 0) {
+		r->path = dc_files_fd_at(pf, d->fd, e->ts);
+	} else if (d->has_handle) {
+		r->path = dc_files_dir(pf, d->handle);
+	} else if (d->inoi >= 0 && d->devi >= 0) {
+		r->path = dc_files_inode(e->args[d->devi], e->args[d->inoi]);
 	}
 	if (r->path) { /* the fd table may change below: keep our own copy */
 		const char *k = dc_rec_keep(r, r->path, strlen(r->path));
 		r->path = k;
 	}
-	int finished = !(e->flags & (DC_F_UNFINISHED | DC_F_ENTRY)) && !restarted(pr, ret);
-	if (f->effect != DC_FX_NONE && finished && call_ok(f, ret))
-		apply_effect(c, pf, f, e, ret, r->path, &d);
-	if (pr->hidden)
-		return;
+}
+
+/* Hands the record of a call on: into profile mode's aggregates (a call BPF could not
+ * aggregate), or through the script's on_event to the trace, and into the run's totals. */
+static void deliver(struct dc_consumer *c, struct dc_record *r, const struct dc_probe *pr,
+		    const struct dc_event *e, int finished)
+{
 	if (c->profiling) { /* a call BPF could not aggregate (it names a path); one that
 			       never returned is not a call to count */
 		if (finished)
@@ -476,6 +497,34 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 	c->written++;
 	if (c->prof)
 		dc_profile_total(c->prof, r->pid, e->probe, e->dur, record_bytes(r, pr), r->path);
+}
+
+/* A returned call: decode its args by the probe description, then write it. */
+static void on_call(struct dc_consumer *c, const struct dc_event *e, const char *epath)
+{
+	const struct dc_probe *pr = dc_bpf_probe(c->bpf, e->probe);
+	if (!pr)
+		return;
+	const struct dc_func *f = pr->func;
+	struct dc_proc_files *pf = dc_files_find(e->pid);
+	if (!pf) {
+		/* a process whose fork record we did not get (lost, or it predates -p):
+		 * its cwd and fds as /proc shows them now */
+		dc_files_from_proc(e->pid);
+		pf = dc_files_get(e->pid);
+	}
+	struct dc_record *r = &c->rec;
+	struct decoded d = { -1, -1, -1, -1, -1, 0, 0, 0, 0 };
+	record_head(c, r, pr, e);
+	record_args(c, r, pr, e, &d);
+	int64_t ret = record_ret(r, pr, e);
+	record_path(c, pf, r, e, epath, &d);
+	int finished = !(e->flags & (DC_F_UNFINISHED | DC_F_ENTRY)) && !restarted(pr, ret);
+	if (f->effect != DC_FX_NONE && finished && call_ok(f, ret))
+		apply_effect(c, pf, f, e, ret, r->path, &d);
+	if (pr->hidden)
+		return;
+	deliver(c, r, pr, e, finished);
 }
 
 /* A traced process exec'd a program that gains privileges (datacrumbs.h DC_EV_EXEC,

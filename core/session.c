@@ -34,6 +34,14 @@
 #include "util.h"
 #include "writer.h"
 
+/* The user CMD runs as (-u USER), resolved before the start. */
+struct run_as {
+	int set;                  /* -u given */
+	uid_t uid;
+	gid_t gid;
+	char name[64];
+};
+
 struct session {
 	const struct dc_opts *o;
 	uv_loop_t loop;
@@ -61,15 +69,19 @@ struct session {
 	int pidfd;
 	struct dc_outspec out;    /* -o and how the trace file is created */
 	char trace_path[PATH_MAX];
+	/* what the steps of dc_session_run hand on to the next ones */
+	int rc;                   /* the exit code so far (DC_EXIT_FAIL until the run ends) */
+	struct run_as ra;         /* -u USER */
+	int go, stfd;             /* the held child's start and exec-status pipes, -1: closed */
+	int nattached;            /* probes attached */
+	uint64_t t0;              /* the run's start, CLOCK_MONOTONIC ns */
+	uint64_t stats[DC_STAT_NR];
+	char exec[PATH_MAX];      /* the traced executable */
+	char name[256];           /* its name, as ps shows it (process_name, trace file) */
+	char host[256];
+	char err[PATH_MAX + 1024];
 };
 
-/* The user CMD runs as (-u USER), resolved before the start. */
-struct run_as {
-	int set;                  /* -u given */
-	uid_t uid;
-	gid_t gid;
-	char name[64];
-};
 
 static void fail(const char *what)
 {
@@ -671,25 +683,13 @@ static int interrupted(const char *step, int *rc)
 	return 1;
 }
 
-int dc_session_run(const struct dc_opts *o)
+/* Step: runs the script (dc.probe requests, callbacks) in a new Lua state. Returns 0 when
+ * there is something to trace, -1 when the run ends here (s->rc: the script's own end, or
+ * the failure). */
+static int run_script(struct session *s)
 {
-	struct session S = { .o = o, .pidfd = -1, .child = -1, .sigfd = -1,
-			     .out = { o->output, o->compress, o->force, o->group_readable } }, *s = &S;
-	struct run_as ra = { 0 };
-	char err[PATH_MAX + 1024], script_path[PATH_MAX], exec[PATH_MAX], host[256];
-	int rc = DC_EXIT_FAIL, go = -1, stfd = -1;
-	uint64_t stats[DC_STAT_NR] = { 0 };
-
-	guard_process();
-	if (block_signals(s)) {
-		snprintf(err, sizeof(err), "cannot set up signal handling: %s", strerror(errno));
-		fail(err);
-		return DC_EXIT_FAIL;
-	}
-	if (uv_loop_init(&s->loop)) {
-		fail("cannot create the event loop");
-		return DC_EXIT_FAIL;
-	}
+	const struct dc_opts *o = s->o;
+	char script_path[PATH_MAX];
 	struct dc_run_info info = { .output = o->output, .pid = o->pid,
 				    .mode = o->mode == DC_MODE_PROFILE ? "profile"
 					  : o->mode == DC_MODE_TRACE ? "trace" : NULL,
@@ -699,72 +699,95 @@ int dc_session_run(const struct dc_opts *o)
 	s->script = dc_script_new(&s->loop, &info);
 	if (!s->script) {
 		fail("cannot create the Lua state: out of memory");
-		goto out;
+		return -1;
 	}
-	int ran = dc_script_find(o->script, script_path, sizeof(script_path), err, sizeof(err));
+	int ran = dc_script_find(o->script, script_path, sizeof(script_path), s->err,
+				 sizeof(s->err));
 	if (!ran)
-		ran = dc_script_run(s->script, script_path, err, sizeof(err));
+		ran = dc_script_run(s->script, script_path, s->err, sizeof(s->err));
 	if (ran == 1) {         /* the script ended the run itself (dc.done: its --help) */
-		rc = dc_script_done(s->script);
-		goto out;
+		s->rc = dc_script_done(s->script);
+		return -1;
 	}
 	if (ran) {
-		if (!interrupted("the script ran", &rc))
-			fail(err);
-		goto out;
+		if (!interrupted("the script ran", &s->rc))
+			fail(s->err);
+		return -1;
 	}
 	if (!o->cmd && !o->pid) {
-		snprintf(err, sizeof(err), "%s --help did not end the run: nothing to trace (give "
-			 "-- CMD [ARGS] or -p PID)", o->script);
-		fail(err);
-		goto out;
+		snprintf(s->err, sizeof(s->err), "%s --help did not end the run: nothing to trace "
+			 "(give -- CMD [ARGS] or -p PID)", o->script);
+		fail(s->err);
+		return -1;
 	}
-	if (check_privileges(err, sizeof(err))) { /* after the script: its --help needs none */
-		fail(err);
-		goto out;
-	}
-	if (o->user && resolve_run_as(o->user, &ra, err, sizeof(err))) {
-		fail(err);
-		goto out;
-	}
-	if (o->pid && !dc_invoker()->root && check_pid_owner(o->pid, err, sizeof(err))) {
-		fail(err);
-		goto out;
-	}
+	return 0;
+}
 
+/* Step: may this run trace at all: privileges, -u USER, -p PID's owner. 0, or -1. */
+static int check_access(struct session *s)
+{
+	const struct dc_opts *o = s->o;
+	if (check_privileges(s->err, sizeof(s->err))) { /* after the script: its --help needs none */
+		fail(s->err);
+		return -1;
+	}
+	if (o->user && resolve_run_as(o->user, &s->ra, s->err, sizeof(s->err))) {
+		fail(s->err);
+		return -1;
+	}
+	if (o->pid && !dc_invoker()->root && check_pid_owner(o->pid, s->err, sizeof(s->err))) {
+		fail(s->err);
+		return -1;
+	}
+	return 0;
+}
+
+/* Step: what is traced: CMD found as execvp(3) finds it, or -p PID's executable; the name
+ * the trace file and process_name use; the host name. 0, or -1 (s->rc 127: no CMD). */
+static int find_target(struct session *s)
+{
+	const struct dc_opts *o = s->o;
 	/* what is traced: CMD resolved like execvp, or the running process */
 	if (o->cmd) {
-		if (dc_elf_which(o->cmd[0], exec, sizeof(exec), err, sizeof(err))) {
-			fail(err);
-			rc = 127;
-			goto out;
+		if (dc_elf_which(o->cmd[0], s->exec, sizeof(s->exec), s->err, sizeof(s->err))) {
+			fail(s->err);
+			s->rc = 127;
+			return -1;
 		}
 		s->started = 1;
 	} else {
 		char link[64];
 		snprintf(link, sizeof(link), "/proc/%d/exe", o->pid);
-		ssize_t n = readlink(link, exec, sizeof(exec) - 1);
+		ssize_t n = readlink(link, s->exec, sizeof(s->exec) - 1);
 		if (n < 0) {
-			snprintf(err, sizeof(err), "-p %d: %s", o->pid, errno == ENOENT
+			snprintf(s->err, sizeof(s->err), "-p %d: %s", o->pid, errno == ENOENT
 				 ? "no such process (give the PID of a running process, see ps)"
 				 : strerror(errno));
-			fail(err);
-			goto out;
+			fail(s->err);
+			return -1;
 		}
-		exec[n] = 0;
+		s->exec[n] = 0;
 		s->child = o->pid;
 	}
 	/* the name the trace file and process_name use: argv[0]'s basename, as ps shows */
-	char name[256], scratch[PATH_MAX];
+	char scratch[PATH_MAX];
 	if (s->started)
-		snprintf(name, sizeof(name), "%.255s", strrchr(exec, '/') ? strrchr(exec, '/') + 1 : exec);
+		snprintf(s->name, sizeof(s->name), "%.255s",
+			 strrchr(s->exec, '/') ? strrchr(s->exec, '/') + 1 : s->exec);
 	else
-		proc_info(o->pid, scratch, sizeof(scratch), name, sizeof(name), scratch,
+		proc_info(o->pid, scratch, sizeof(scratch), s->name, sizeof(s->name), scratch,
 			  sizeof(scratch));
-	if (gethostname(host, sizeof(host)))
-		snprintf(host, sizeof(host), "localhost");
-	host[sizeof(host) - 1] = 0;
+	if (gethostname(s->host, sizeof(s->host)))
+		snprintf(s->host, sizeof(s->host), "localhost");
+	s->host[sizeof(s->host) - 1] = 0;
+	return 0;
+}
 
+/* Step: the mode and interval, and the trace's path (checked before anything is loaded).
+ * 0, or -1. */
+static int choose_output(struct session *s)
+{
+	const struct dc_opts *o = s->o;
 	/* the mode: the command line's, else the script's (dc.mode), else trace */
 	uint64_t script_iv;
 	int mode = o->mode ? o->mode : dc_script_mode(s->script, &script_iv);
@@ -776,88 +799,118 @@ int dc_session_run(const struct dc_opts *o)
 			"profile): ignored in trace mode\n");
 	/* the output target, before anything is loaded: a FIFO, a device or an existing
 	 * file is refused here, and nothing is opened that could block */
-	if (dc_out_path(&s->out, name, host, s->started ? 0 : o->pid, s->trace_path,
-			sizeof(s->trace_path), err, sizeof(err))) {
-		fail(err);
-		goto out;
+	if (dc_out_path(&s->out, s->name, s->host, s->started ? 0 : o->pid, s->trace_path,
+			sizeof(s->trace_path), s->err, sizeof(s->err))) {
+		fail(s->err);
+		return -1;
 	}
-	if (o->cmd && dc_invoker()->sudo && !ra.set)
+	if (o->cmd && dc_invoker()->sudo && !s->ra.set)
 		fprintf(stderr, "datacrumbs: note: under sudo %s runs as root (give -u %s to run "
 			"it as you)\n", o->cmd[0], dc_invoker()->name);
-	uint64_t t0 = mono_ns();
-	s->bpf = dc_bpf_open(o->ringbuf_bytes, s->interval_ns, t0, !dc_invoker()->root, err,
-			     sizeof(err));
-	if (!s->bpf) {
-		fail(err);
-		goto out;
-	}
-	int nprobes = resolve_probes(s, exec, err, sizeof(err));
-	if (nprobes < 0) {
-		fail(err);
-		if (s->cmd_bad)
-			rc = 127; /* as a shell reports a command it cannot execute */
-		goto out;
-	}
-	if (interrupted("the probes were resolved", &rc))
-		goto out;
+	return 0;
+}
 
+/* Step: opens the BPF side (uprobe.bpf.c and its maps) and resolves the script's requests
+ * to probes. 0, or -1 (s->rc 127 when CMD cannot run). */
+static int load_probes(struct session *s)
+{
+	const struct dc_opts *o = s->o;
+	s->t0 = mono_ns();
+	s->bpf = dc_bpf_open(o->ringbuf_bytes, s->interval_ns, s->t0, !dc_invoker()->root,
+			     s->err, sizeof(s->err));
+	if (!s->bpf) {
+		fail(s->err);
+		return -1;
+	}
+	int nprobes = resolve_probes(s, s->exec, s->err, sizeof(s->err));
+	if (nprobes < 0) {
+		fail(s->err);
+		if (s->cmd_bad)
+			s->rc = 127; /* as a shell reports a command it cannot execute */
+		return -1;
+	}
+	if (interrupted("the probes were resolved", &s->rc))
+		return -1;
+	return 0;
+}
+
+/* Step: forks CMD, held until every probe is attached; creates the trace file, its writer,
+ * the ring buffer consumer and the profile tables. 0, or -1. */
+static int open_trace(struct session *s)
+{
+	const struct dc_opts *o = s->o;
 	if (s->started) {
-		s->child = spawn_held(o->cmd, exec, &s->oldmask, &ra, &go, &stfd);
+		s->child = spawn_held(o->cmd, s->exec, &s->oldmask, &s->ra, &s->go, &s->stfd);
 		if (s->child < 0) {
-			snprintf(err, sizeof(err), "cannot fork: %s", strerror(errno));
-			fail(err);
-			goto out;
+			snprintf(s->err, sizeof(s->err), "cannot fork: %s", strerror(errno));
+			fail(s->err);
+			return -1;
 		}
 		/* now the pid is known: name the file after it */
-		if (dc_out_path(&s->out, name, host, s->child, s->trace_path,
-				sizeof(s->trace_path), err, sizeof(err))) {
-			fail(err);
-			goto out;
+		if (dc_out_path(&s->out, s->name, s->host, s->child, s->trace_path,
+				sizeof(s->trace_path), s->err, sizeof(s->err))) {
+			fail(s->err);
+			return -1;
 		}
 	}
 	int tfd = dc_out_create(&s->out, s->trace_path, dc_invoker()->uid, dc_invoker()->gid,
-				err, sizeof(err));
+				s->err, sizeof(s->err));
 	if (tfd < 0) {
-		fail(err);
-		goto out;
+		fail(s->err);
+		return -1;
 	}
-	s->w = dc_writer_fdopen(tfd, s->trace_path, o->compress, host, s->child, s->child, err,
-				sizeof(err));
+	s->w = dc_writer_fdopen(tfd, s->trace_path, o->compress, s->host, s->child, s->child,
+				s->err, sizeof(s->err));
 	if (!s->w) {
-		fail(err);
-		goto out;
+		fail(s->err);
+		return -1;
 	}
 	int64_t m2r = mono_to_real();
-	s->cons = dc_consumer_new(s->bpf, s->w, s->script, m2r, err, sizeof(err));
+	s->cons = dc_consumer_new(s->bpf, s->w, s->script, m2r, s->err, sizeof(s->err));
 	if (!s->cons) {
-		fail(err);
-		goto out;
+		fail(s->err);
+		return -1;
 	}
-	s->prof = dc_profile_new(s->bpf, s->w, s->script, s->interval_ns, t0, m2r);
+	s->prof = dc_profile_new(s->bpf, s->w, s->script, s->interval_ns, s->t0, m2r);
 	if (!s->prof) {
 		fail("out of memory");
-		goto out;
+		return -1;
 	}
 	dc_consumer_set_profile(s->cons, s->prof, s->interval_ns > 0);
+	return 0;
+}
+
+/* Step: the traced root process into the `traced` map, every probe attached, the script's
+ * hooks set, the start record written. 0, or -1. */
+static int attach_probes(struct session *s)
+{
+	const struct dc_opts *o = s->o;
 	if (dc_bpf_trace_pid(s->bpf, s->child)) {
-		snprintf(err, sizeof(err), "cannot add pid %d to the traced map: %s (nothing was "
-			 "traced; check `datacrumbs features`)", s->child, strerror(errno));
-		fail(err);
-		goto out;
+		snprintf(s->err, sizeof(s->err), "cannot add pid %d to the traced map: %s (nothing "
+			 "was traced; check `datacrumbs features`)", s->child, strerror(errno));
+		fail(s->err);
+		return -1;
 	}
-	int nattached = dc_bpf_attach(s->bpf, err, sizeof(err));
-	if (nattached < 0) {
-		fail(err);
-		goto out;
+	s->nattached = dc_bpf_attach(s->bpf, s->err, sizeof(s->err));
+	if (s->nattached < 0) {
+		fail(s->err);
+		return -1;
 	}
-	dc_consumer_add_process(s->cons, s->child, name);
+	dc_consumer_add_process(s->cons, s->child, s->name);
 	dc_script_set_emitter(s->script, emit_record_cb, s->cons, s->child);
 	dc_script_set_stats(s->script, stats_cb, s);
 	dc_script_set_reader(s->script, read_cb, s);
-	write_start(s, name, o->cmd, now_us());
+	write_start(s, s->name, o->cmd, now_us());
 	if (dc_writer_flush(s->w)) /* a run killed in its first second still leaves a trace */
 		cut(s, errno);
+	return 0;
+}
 
+/* Step: the event loop's sources: ring buffer, signals, the flush, drain and profile
+ * timers. */
+static void start_loop(struct session *s)
+{
+	const struct dc_opts *o = s->o;
 	/* the loop: ring buffer, signals, the flush timer, the -p process's pidfd */
 	uv_poll_init(&s->loop, &s->rb_poll, dc_consumer_fd(s->cons));
 	s->rb_poll.data = s;
@@ -877,25 +930,33 @@ int dc_session_run(const struct dc_opts *o)
 	uv_timer_init(&s->loop, &s->profile_timer);
 	s->profile_timer.data = s;
 	if (s->interval_ns) { /* fires DC_PROFILE_LAG_MS after each interval's end */
-		uint64_t iv = s->interval_ns / 1000000, since = (mono_ns() - t0) / 1000000;
+		uint64_t iv = s->interval_ns / 1000000, since = (mono_ns() - s->t0) / 1000000;
 		uv_timer_start(&s->profile_timer, on_profile,
 			       iv + DC_PROFILE_LAG_MS > since ? iv + DC_PROFILE_LAG_MS - since : 0, iv);
 	}
+}
+
+/* Step: lets the traced command exec (or watches -p PID's exit through a pidfd), unless a
+ * signal came while starting. Returns 0 when tracing runs, 1 when it never started (the
+ * trace still gets its end record), -1 on failure. */
+static int start_target(struct session *s)
+{
+	const struct dc_opts *o = s->o;
 	int early = early_signal(s);
 	if (early) {
 		/* interrupted while starting: the command never runs; the trace says so */
 		fprintf(stderr, "datacrumbs: %s before %s started: not started\n",
 			strsignal(early), o->cmd ? o->cmd[0] : "tracing");
 		s->done = 1;
-		rc = 128 + early;
-		goto end;
+		s->rc = 128 + early;
+		return 1;
 	}
 	if (!s->started) {
 		s->pidfd = syscall(SYS_pidfd_open, o->pid, 0);
 		if (s->pidfd < 0) {
-			snprintf(err, sizeof(err), "-p %d: %s", o->pid, strerror(errno));
-			fail(err);
-			goto out;
+			snprintf(s->err, sizeof(s->err), "-p %d: %s", o->pid, strerror(errno));
+			fail(s->err);
+			return -1;
 		}
 		uv_poll_init(&s->loop, &s->pidfd_poll, s->pidfd);
 		s->pidfd_poll.data = s;
@@ -903,72 +964,78 @@ int dc_session_run(const struct dc_opts *o)
 		/* tells the user (and scripts waiting for it) that the calls are traced from now */
 		if (!o->quiet)
 			fprintf(stderr, "datacrumbs: tracing PID %d (%d probes attached)\n", o->pid,
-				nattached);
+				s->nattached);
 	}
 
 	if (s->started) {
 		/* every probe is attached: let the command exec */
 		char c = 1;
-		if (write(go, &c, 1) != 1) {
-			snprintf(err, sizeof(err), "cannot start %s: %s", o->cmd[0], strerror(errno));
-			fail(err);
-			goto out;
+		if (write(s->go, &c, 1) != 1) {
+			snprintf(s->err, sizeof(s->err), "cannot start %s: %s", o->cmd[0],
+				 strerror(errno));
+			fail(s->err);
+			return -1;
 		}
-		close(go);
-		go = -1;
+		close(s->go);
+		s->go = -1;
 		int e;
 		ssize_t n;
 		do
-			n = read(stfd, &e, sizeof(e));
+			n = read(s->stfd, &e, sizeof(e));
 		while (n < 0 && errno == EINTR);
 		if (n == sizeof(e) && e < 0) {
-			snprintf(err, sizeof(err), "cannot run %s as user %s: %s", o->cmd[0],
-				 ra.name, strerror(-e));
-			fail(err);
+			snprintf(s->err, sizeof(s->err), "cannot run %s as user %s: %s", o->cmd[0],
+				 s->ra.name, strerror(-e));
+			fail(s->err);
 		} else if (n == sizeof(e)) {
-			snprintf(err, sizeof(err), "%s: cannot execute: %s", o->cmd[0], strerror(e));
-			fail(err);
+			snprintf(s->err, sizeof(s->err), "%s: cannot execute: %s", o->cmd[0],
+				 strerror(e));
+			fail(s->err);
 		}
-		close(stfd);
-		stfd = -1;
+		close(s->stfd);
+		s->stfd = -1;
 	}
+	return 0;
+}
+
+/* Step: runs the loop until the command ends, drains the ring buffer, writes the last
+ * interval and runs the script's end; s->rc becomes the command's exit code. */
+static void run_to_end(struct session *s)
+{
 	uv_run(&s->loop, UV_RUN_DEFAULT);
 	drain(s);
 	/* the last, partial interval, through the callbacks, before on_end */
 	dc_consumer_count(s->cons, dc_profile_flush(s->prof, 0, 1));
 	dc_script_end(s->script); /* the script's summary, before the end record */
 	if (s->started) {
-		rc = WIFEXITED(s->status) ? WEXITSTATUS(s->status)
-		   : WIFSIGNALED(s->status) ? 128 + WTERMSIG(s->status) : DC_EXIT_FAIL;
+		s->rc = WIFEXITED(s->status) ? WEXITSTATUS(s->status)
+		      : WIFSIGNALED(s->status) ? 128 + WTERMSIG(s->status) : DC_EXIT_FAIL;
 	} else {
-		rc = 0;
+		s->rc = 0;
 	}
-end:
-	/* the end record tells a reader whether the trace is complete */
-	dc_bpf_stats(s->bpf, stats);
+}
+
+/* Step: the end record, which tells a reader whether the trace is complete. */
+static void write_end(struct session *s)
+{
+	dc_bpf_stats(s->bpf, s->stats);
 	dc_writer_begin(s->w, dc_consumer_own_id(s->cons), "end", "datacrumbs", s->child,
 			s->child, now_us(), 0);
 	dc_writer_arg_uint(s->w, "num_events", dc_consumer_written(s->cons));
-	dc_writer_arg_uint(s->w, "lost", stats[DC_STAT_LOST]);
+	dc_writer_arg_uint(s->w, "lost", s->stats[DC_STAT_LOST]);
 	dc_writer_arg_uint(s->w, "dropped", dc_consumer_dropped(s->cons) +
 			   dc_profile_dropped(s->prof));
 	dc_writer_arg_uint(s->w, "script_errors", dc_script_errors(s->script));
-	dc_writer_arg_uint(s->w, "too_deep", stats[DC_STAT_DEEP]);
-	dc_writer_arg_uint(s->w, "unpaired", stats[DC_STAT_UNPAIRED]);
+	dc_writer_arg_uint(s->w, "too_deep", s->stats[DC_STAT_DEEP]);
+	dc_writer_arg_uint(s->w, "unpaired", s->stats[DC_STAT_UNPAIRED]);
 	dc_writer_end(s->w);
-out:
-	if (go >= 0) {
-		/* we failed before the start: the held child exits without running CMD */
-		close(go);
-		waitpid(s->child, NULL, 0);
-	}
-	if (stfd >= 0)
-		close(stfd);
-	if (s->pidfd >= 0)
-		close(s->pidfd);
-	if (s->sigfd >= 0)
-		close(s->sigfd);
-	dc_bpf_close(s->bpf); /* detach first: nothing stays attached past this point */
+}
+
+/* Teardown: closes the trace (complete, or left without its "]"), says on stderr what was
+ * written, and sets the exit code of a trace that could not be written. */
+static void close_trace(struct session *s)
+{
+	const struct dc_opts *o = s->o;
 	if (s->w) {
 		int complete = !s->cut && s->done;
 		if (dc_writer_finish(s->w, complete) < 0)
@@ -993,20 +1060,39 @@ out:
 		if (s->cut)
 			snprintf(unwritten, sizeof(unwritten), ", %llu not written",
 				 (unsigned long long)(all > n ? all - n : 0));
-		if (stats[DC_STAT_DEEP])
+		if (s->stats[DC_STAT_DEEP])
 			fprintf(stderr, "datacrumbs: warning: %llu calls nested deeper than %d on "
 				"one thread were not recorded\n",
-				(unsigned long long)stats[DC_STAT_DEEP], DC_MAX_DEPTH);
+				(unsigned long long)s->stats[DC_STAT_DEEP], DC_MAX_DEPTH);
 		if (!o->quiet || !complete)
 			fprintf(stderr, "datacrumbs: %llu events written%s%s, %llu lost, trace %s%s\n",
 				(unsigned long long)n, extra, unwritten,
-				(unsigned long long)stats[DC_STAT_LOST], s->trace_path,
+				(unsigned long long)s->stats[DC_STAT_LOST], s->trace_path,
 				complete ? "" : " (INCOMPLETE: cut short)");
 		if (s->cut)
-			rc = DC_EXIT_FAIL; /* the trace could not be written: datacrumbs failed */
-		else if (!complete && rc == 0)
-			rc = DC_EXIT_FAIL;
+			s->rc = DC_EXIT_FAIL; /* the trace could not be written: datacrumbs failed */
+		else if (!complete && s->rc == 0)
+			s->rc = DC_EXIT_FAIL;
 	}
+}
+
+/* Teardown: releases the held child, the fds, every BPF link and object (nothing stays
+ * attached), the trace (close_trace), the script and the loop. Returns s->rc. */
+static int teardown(struct session *s)
+{
+	if (s->go >= 0) {
+		/* we failed before the start: the held child exits without running CMD */
+		close(s->go);
+		waitpid(s->child, NULL, 0);
+	}
+	if (s->stfd >= 0)
+		close(s->stfd);
+	if (s->pidfd >= 0)
+		close(s->pidfd);
+	if (s->sigfd >= 0)
+		close(s->sigfd);
+	dc_bpf_close(s->bpf); /* detach first: nothing stays attached past this point */
+	close_trace(s);
 	if (s->script) {
 		dc_script_set_emitter(s->script, NULL, NULL, 0);
 		dc_script_set_stats(s->script, NULL, NULL);
@@ -1018,5 +1104,35 @@ out:
 	uv_run(&s->loop, UV_RUN_DEFAULT);
 	dc_script_free(s->script);
 	uv_loop_close(&s->loop);
-	return rc;
+	return s->rc;
+}
+
+int dc_session_run(const struct dc_opts *o)
+{
+	struct session S = { .o = o, .pidfd = -1, .child = -1, .sigfd = -1, .rc = DC_EXIT_FAIL,
+			     .go = -1, .stfd = -1,
+			     .out = { o->output, o->compress, o->force, o->group_readable } }, *s = &S;
+
+	guard_process();
+	if (block_signals(s)) {
+		snprintf(s->err, sizeof(s->err), "cannot set up signal handling: %s",
+			 strerror(errno));
+		fail(s->err);
+		return DC_EXIT_FAIL;
+	}
+	if (uv_loop_init(&s->loop)) {
+		fail("cannot create the event loop");
+		return DC_EXIT_FAIL;
+	}
+	if (run_script(s) || check_access(s) || find_target(s) || choose_output(s) ||
+	    load_probes(s) || open_trace(s) || attach_probes(s))
+		return teardown(s);
+	start_loop(s);
+	int started = start_target(s);
+	if (started < 0)
+		return teardown(s);
+	if (started == 0)
+		run_to_end(s);
+	write_end(s);
+	return teardown(s);
 }
