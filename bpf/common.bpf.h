@@ -509,7 +509,9 @@ static __always_inline void flush_stack(__u32 tgid, __u32 tid)
 
 /* The probed call with this cookie returns `ret` on the current thread: pop its frame
  * (and those of calls that never returned above it) and send one DC_EV_CALL record,
- * with the path argument's string when the cookie names one. */
+ * with the path argument's string when the cookie names one. Long on purpose: one
+ * verifier-checked sequence (frame pop, record reservation, argument replacement, path
+ * copy) whose bounds checks must stay next to the accesses they guard. */
 static __always_inline void call_return(__u64 cookie, long ret)
 {
 	__u64 now = bpf_ktime_get_ns();

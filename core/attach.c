@@ -743,6 +743,29 @@ static struct dc_pinfo pinfo_of(const struct dc_probe *p)
 	return pi;
 }
 
+/* Loads, once, the BPF object that serves the probes of mechanism mech added since the
+ * last attach (load: load_vfs or load_kernel; loaded: it is loaded already, and cannot
+ * take more). Returns how many such probes there are (0: nothing loaded), or -1 with err
+ * ("WHAT probes can be added only once", or load's). */
+static int attach_once(struct dc_bpf *b, enum dc_mechanism mech, int loaded,
+		       int (*load)(struct dc_bpf *b, char *err, size_t errlen), const char *what,
+		       char *err, size_t errlen)
+{
+	int n = 0;
+	for (unsigned i = b->nattached; i < b->nprobes; i++)
+		n += b->probes[i].mech == mech;
+	if (!n)
+		return 0;
+	if (loaded) {
+		snprintf(err, errlen, "%s probes can be added only once", what);
+		return -1;
+	}
+	return load(b, err, errlen) ? -1 : n;
+}
+
+/* Long on purpose: the mechanisms in the order they must be attached (profile map, syscall
+ * cookies, VFS object, tracepoint object, then the uprobes, whose fallback follows), each a
+ * short commented step. */
 int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 {
 	unsigned ok = 0, nsys = 0;
@@ -772,31 +795,17 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 	}
 	ok += nsys;
 	/* kernel-function probes: one load of vfs.bpf.c with the chosen programs */
-	int nk = 0;
-	for (unsigned i = b->nattached; i < b->nprobes; i++)
-		nk += b->probes[i].mech == DC_MECH_KERNEL;
-	if (nk) {
-		if (b->vfs) {
-			snprintf(err, errlen, "kernel-function probes can be added only once");
-			return -1;
-		}
-		if (load_vfs(b, err, errlen))
-			return -1;
-		ok += nk;
-	}
+	int nk = attach_once(b, DC_MECH_KERNEL, b->vfs != NULL, load_vfs, "kernel-function",
+			     err, errlen);
+	if (nk < 0)
+		return -1;
+	ok += nk;
 	/* tracepoint probes: one load of kernel.bpf.c with the asked programs */
-	int ntp = 0;
-	for (unsigned i = b->nattached; i < b->nprobes; i++)
-		ntp += b->probes[i].mech == DC_MECH_TRACEPOINT;
-	if (ntp) {
-		if (b->kern) {
-			snprintf(err, errlen, "tracepoint probes can be added only once");
-			return -1;
-		}
-		if (load_kernel(b, err, errlen))
-			return -1;
-		ok += ntp;
-	}
+	int ntp = attach_once(b, DC_MECH_TRACEPOINT, b->kern != NULL, load_kernel, "tracepoint",
+			      err, errlen);
+	if (ntp < 0)
+		return -1;
+	ok += ntp;
 	if (b->session || b->multi) {
 		/* probes of one library are added together: attach each run at once */
 		unsigned i = b->nattached;

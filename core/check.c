@@ -158,56 +158,124 @@ static void close_handle(uv_handle_t *h, void *arg)
 		uv_close(h, NULL);
 }
 
-int dc_check_main(int argc, char **argv)
+/* The arguments of `datacrumbs check`: [--unsafe] SCRIPT [ARGS] [-- CMD [ARGS]]. Sets
+ * *script, *cmd (NULL: none), the script's arguments in sargs (argc + 1 slots, NULL-ended:
+ * calloc'd by the caller) and *unsafe. Returns -1 when the check is to run, else the exit
+ * code: 0 after --help, 2 after a usage error said on stderr. */
+static int check_args(int argc, char **argv, const char **script, char ***cmd, char **sargs,
+		      int *unsafe)
 {
-	const char *script = NULL;
-	char **cmd = NULL;
-	char **sargs = calloc(argc + 1, sizeof(char *));
-	int nsargs = 0, unsafe = 0;
-	if (!sargs)
-		return EXIT_FAIL;
+	int nsargs = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "datacrumbs: no command after -- (see 'datacrumbs "
 					"check --help')\n");
-				free(sargs);
 				return 2;
 			}
-			cmd = &argv[i + 1];
+			*cmd = &argv[i + 1];
 			break;
 		}
-		if (!script && (!strcmp(a, "-h") || !strcmp(a, "--help"))) {
+		if (!*script && (!strcmp(a, "-h") || !strcmp(a, "--help"))) {
 			fputs(check_help, stdout);
-			free(sargs);
 			return 0;
 		}
-		if (!script && !strcmp(a, "--unsafe")) {
-			unsafe = 1;
+		if (!*script && !strcmp(a, "--unsafe")) {
+			*unsafe = 1;
 			continue;
 		}
-		if (!script) {
+		if (!*script) {
 			if (!a[0] || a[0] == '-') {
 				fprintf(stderr, "datacrumbs: %s '%s' (see 'datacrumbs check --help')\n",
 					a[0] ? "unknown option" : "an empty SCRIPT name", a);
-				free(sargs);
 				return 2;
 			}
-			script = a;
+			*script = a;
 		} else {
 			sargs[nsargs++] = argv[i];
 		}
 	}
-	if (!script) {
+	if (!*script) {
 		fprintf(stderr, "datacrumbs: no SCRIPT given (e.g. io_posix.lua; see "
 			"'datacrumbs check --help')\n");
-		free(sargs);
 		return 2;
 	}
+	return -1;
+}
 
-	int rc = EXIT_FAIL, nreq;
-	char err[PATH_MAX + 1024], path[PATH_MAX], binary[PATH_MAX];
+/* Resolves each request of the script that ran in s as `run` would (against CMD's
+ * libraries, else /bin/sh's; kernel functions against this kernel) and prints the summary.
+ * Returns 0, or -1 with err. */
+static int check_requests(struct check *c, struct dc_script *s, const char *script,
+			  char **cmd, char *err, size_t errlen)
+{
+	char binary[PATH_MAX];
+	int nreq;
+	if (cmd) {
+		if (dc_elf_which(cmd[0], binary, sizeof(binary), err, errlen))
+			return -1;
+	} else {
+		snprintf(binary, sizeof(binary), "/bin/sh");
+	}
+	const struct dc_probe_req *reqs = dc_script_reqs(s, &nreq);
+	if (nreq == 0) {
+		snprintf(err, errlen, "%s asks for no probes (call datacrumbs.probe in it)",
+			 script);
+		return -1;
+	}
+	int nlayers = 0;
+	struct dc_sysset claimed;
+	dc_resolve_claimed(reqs, nreq, &claimed);
+	for (int i = 0; i < nreq; i++) {
+		const struct dc_probe_req *r = &reqs[i];
+		int again = 0;
+		for (int j = 0; j < i && !again; j++)
+			again = reqs[j].layer == r->layer;
+		nlayers += !again;
+		int e, bad;
+		err[0] = 0;
+		if (r->layer->mechanism == DC_MECH_KERNEL)
+			e = check_kfuncs(c, r);
+		else
+			e = dc_resolve_req(r, &claimed, binary, cmd ? cmd + 1 : NULL, 0, add_resolved, c,
+					   &bad, err, errlen);
+		if (e) {
+			if (!err[0])
+				snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+	}
+	int visible = 0;
+	for (int i = 0; i < c->n; i++)
+		visible += c->v[i].visible;
+	if (!visible) {
+		snprintf(err, errlen, "%s: no probe could be attached (see the warnings "
+			 "above)%s", script, cmd ? "" : "; the libraries are those of the command: "
+			 "give it, as in check SCRIPT -- mpirun -np 2 ./app");
+		return -1;
+	}
+	const char *base = strrchr(script, '/');
+	summary(c, nlayers, base ? base + 1 : script);
+	return 0;
+}
+
+int dc_check_main(int argc, char **argv)
+{
+	const char *script = NULL;
+	char **cmd = NULL;
+	char **sargs = calloc(argc + 1, sizeof(char *));
+	int unsafe = 0;
+	if (!sargs)
+		return EXIT_FAIL;
+	int r = check_args(argc, argv, &script, &cmd, sargs, &unsafe);
+	if (r >= 0) {
+		free(sargs);
+		return r;
+	}
+
+	int rc = EXIT_FAIL;
+	char err[PATH_MAX + 1024], path[PATH_MAX];
 	struct check c = { 0 };
 	uv_loop_t loop;
 	if (uv_loop_init(&loop)) {
@@ -236,51 +304,8 @@ int dc_check_main(int argc, char **argv)
 	}
 	if (ran)
 		goto out;
-	if (cmd) {
-		if (dc_elf_which(cmd[0], binary, sizeof(binary), err, sizeof(err)))
-			goto out;
-	} else {
-		snprintf(binary, sizeof(binary), "/bin/sh");
-	}
-	const struct dc_probe_req *reqs = dc_script_reqs(s, &nreq);
-	if (nreq == 0) {
-		snprintf(err, sizeof(err), "%s asks for no probes (call datacrumbs.probe in it)",
-			 script);
+	if (check_requests(&c, s, script, cmd, err, sizeof(err)))
 		goto out;
-	}
-	int nlayers = 0;
-	struct dc_sysset claimed;
-	dc_resolve_claimed(reqs, nreq, &claimed);
-	for (int i = 0; i < nreq; i++) {
-		const struct dc_probe_req *r = &reqs[i];
-		int again = 0;
-		for (int j = 0; j < i && !again; j++)
-			again = reqs[j].layer == r->layer;
-		nlayers += !again;
-		int e, bad;
-		err[0] = 0;
-		if (r->layer->mechanism == DC_MECH_KERNEL)
-			e = check_kfuncs(&c, r);
-		else
-			e = dc_resolve_req(r, &claimed, binary, cmd ? cmd + 1 : NULL, 0, add_resolved, &c,
-					   &bad, err, sizeof(err));
-		if (e) {
-			if (!err[0])
-				snprintf(err, sizeof(err), "out of memory");
-			goto out;
-		}
-	}
-	int visible = 0;
-	for (int i = 0; i < c.n; i++)
-		visible += c.v[i].visible;
-	if (!visible) {
-		snprintf(err, sizeof(err), "%s: no probe could be attached (see the warnings "
-			 "above)%s", script, cmd ? "" : "; the libraries are those of the command: "
-			 "give it, as in check SCRIPT -- mpirun -np 2 ./app");
-		goto out;
-	}
-	const char *base = strrchr(script, '/');
-	summary(&c, nlayers, base ? base + 1 : script);
 	rc = 0;
 out:
 	if (rc)

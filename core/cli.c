@@ -107,6 +107,8 @@ static const char *opt_value(int argc, char **argv, int *i, const char *eq)
 	return argv[++*i];
 }
 
+/* Long on purpose: one branch per option, in the order `run --help` lists them, each with
+ * its own usage message. */
 int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
 {
 	memset(o, 0, sizeof(*o));

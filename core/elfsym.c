@@ -692,6 +692,8 @@ static int object_loaded(const struct search *sr, const char *real)
 	return 0;
 }
 
+/* Long on purpose: ld.so(8)'s breadth-first walk of DT_NEEDED (search_needed finds each
+ * name), with its error exits written out and one cleanup path, read top to bottom. */
 int dc_elf_find_library(const char *binary, const char *prefix, char *out, size_t outlen,
 			char *err, size_t errlen)
 {
@@ -908,6 +910,8 @@ static int debug_file(Elf *e, char *out, size_t len)
 	return -1;
 }
 
+/* Long on purpose: one pass over the ELF sections with its error exits written out (one
+ * cleanup path), as elf_file_open's callers expect. */
 struct dc_elf_syms *dc_elf_syms_open(const char *path, char *err, size_t errlen)
 {
 	struct elf_file f;

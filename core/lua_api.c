@@ -283,7 +283,8 @@ static void free_funcs(struct dc_probe_req *req)
  *       tracepoints) }
  * The functions are attached once the script has run, in the library the command loads.
  * Errors (with the caller's file:line): unknown layer, a bad description file, a function
- * the description does not have. Returns nothing. */
+ * the description does not have. Returns nothing. Long on purpose: the table's fields
+ * are checked in the order the reference gives them, each with its own luaL_error. */
 static int l_probe(lua_State *L)
 {
 	struct dc_script *s = self(L);
@@ -386,7 +387,9 @@ static int l_probe(lua_State *L)
  *           ret = "int" | "long" | "pointer" | "errcode" | "void" (default "long"),
  *           layer = "APP" (the events' cat) }
  * The globs are matched against the file's symbols once the run starts; a glob that
- * matches nothing gets a warning. Errors (caller's file:line): a bad arg, kind or ret. */
+ * matches nothing gets a warning. Errors (caller's file:line): a bad arg, kind or ret.
+ * Long on purpose: the table's fields are checked in the order the reference gives them,
+ * each with its own luaL_error. */
 static int l_uprobe(lua_State *L)
 {
 	struct dc_script *s = self(L);

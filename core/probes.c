@@ -619,6 +619,8 @@ static void yaml_fail(struct ctx *c, const yaml_parser_t *p, const char *text, s
 		fail(c, line, "YAML syntax error: %s", p->problem ? p->problem : "error");
 }
 
+/* Long on purpose: the libyaml document walk with every check's file:line message next
+ * to the node it is about, and one cleanup path. */
 struct dc_layer *dc_layer_load(const char *path, char *err, size_t errlen)
 {
 	static const char *const keys[] = { "layer", "library", "mechanism", "hint", "functions",
