@@ -115,7 +115,7 @@ static struct entry *slot(struct table *t, int pid, unsigned probe, unsigned int
 		e->pid = pid;
 		e->probe = probe;
 		e->interval = interval;
-		e->path = path ? strdup(path) : NULL;
+		e->path = path ? dc_xstrdup(path) : NULL;
 		memset(&e->a, 0, sizeof(e->a));
 		e->a.dur_min = e->a.bytes_min = UINT64_MAX;
 		t->h.n++;
@@ -217,7 +217,7 @@ void dc_profile_handle(struct dc_profile *p, int pid, uint64_t open_id, const ch
 		return;
 	e->pid = pid;
 	e->id = open_id;
-	e->path = strdup(path);
+	e->path = dc_xstrdup(path);
 	p->opens.n++;
 }
 

@@ -18,7 +18,8 @@
  * One policy. Setup code (options, script, probe descriptions, resolution, attach) returns
  * an error that names what was being done ("probe: out of memory"): the run stops before
  * the command starts, and a list that could not be built is never taken as "no filter",
- * so out of memory never widens a probe set. The event path (consumer, fd tables,
+ * so out of memory never widens a probe set (attaching, a library whose link arrays cannot
+ * be allocated is skipped with a warning: narrower, never wider). The event path (consumer, fd tables,
  * profile aggregates) cannot stop half-way through a record without lying in the trace:
  * it allocates through dc_xmalloc and friends, which say "datacrumbs: out of memory" on
  * stderr (with the errno text, perror(3)) and abort(3). */
