@@ -743,91 +743,34 @@ static struct dc_pinfo pinfo_of(const struct dc_probe *p)
 	return pi;
 }
 
-/* Loads, once, the BPF object that serves the probes of mechanism mech added since the
- * last attach (load: load_vfs or load_kernel; loaded: it is loaded already, and cannot
- * take more). Returns how many such probes there are (0: nothing loaded), or -1 with err
- * ("WHAT probes can be added only once", or load's). */
-static int attach_once(struct dc_bpf *b, enum dc_mechanism mech, int loaded,
-		       int (*load)(struct dc_bpf *b, char *err, size_t errlen), const char *what,
-		       char *err, size_t errlen)
+/* The uprobes added since the last attach, one uprobe_multi (or session) link group per
+ * run of probes of one library (attach_multi). Returns the number attached. */
+static unsigned attach_uprobe_runs(struct dc_bpf *b)
 {
-	int n = 0;
-	for (unsigned i = b->nattached; i < b->nprobes; i++)
-		n += b->probes[i].mech == mech;
-	if (!n)
-		return 0;
-	if (loaded) {
-		snprintf(err, errlen, "%s probes can be added only once", what);
-		return -1;
+	unsigned ok = 0;
+	/* probes of one library are added together: attach each run at once */
+	unsigned i = b->nattached;
+	while (i < b->nprobes) {
+		if (b->probes[i].mech != DC_MECH_UPROBE) {
+			i++;
+			continue;
+		}
+		unsigned j = i + 1;
+		while (j < b->nprobes && !strcmp(b->probes[j].library, b->probes[i].library) &&
+		       b->probes[j].mech == DC_MECH_UPROBE)
+			j++;
+		ok += attach_multi(b, i, j);
+		i = j;
 	}
-	return load(b, err, errlen) ? -1 : n;
+	return ok;
 }
 
-/* Long on purpose: the mechanisms in the order they must be attached (profile map, syscall
- * cookies, VFS object, tracepoint object, then the uprobes, whose fallback follows), each a
- * short commented step. */
-int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
+/* Kernels without uprobe_multi: the uprobes added since the last attach as one perf-event
+ * uprobe + uretprobe pair each, refusals reported per library (skip_report). Returns the
+ * number attached. */
+static unsigned attach_uprobe_pairs(struct dc_bpf *b)
 {
-	unsigned ok = 0, nsys = 0;
-	for (unsigned i = b->nattached; i < b->nprobes; i++) {
-		struct dc_pinfo pi = pinfo_of(&b->probes[i]);
-		__u32 k = i;
-		if (bpf_map__update_elem(b->skel->maps.pinfo, &k, sizeof(k), &pi, sizeof(pi), 0)) {
-			snprintf(err, errlen, "cannot fill the profile map: %s", strerror(errno));
-			return -1;
-		}
-	}
-	/* syscall probes: a cookie per syscall number in the syscall_cookie map */
-	for (unsigned i = b->nattached; i < b->nprobes; i++) {
-		if (b->probes[i].mech != DC_MECH_SYSCALL)
-			continue;
-		if (!b->sys && load_syscalls(b, err, errlen))
-			return -1;
-		__u32 nr = b->probes[i].offset;
-		__u64 cookie = cookie_of(&b->probes[i], i);
-		if (bpf_map__update_elem(b->sys->maps.syscall_cookie, &nr, sizeof(nr), &cookie,
-					 sizeof(cookie), BPF_ANY)) {
-			fprintf(stderr, "datacrumbs: warning: cannot trace syscall %s (nr %u): %s\n",
-				b->probes[i].func->name, nr, strerror(errno));
-			continue;
-		}
-		nsys++;
-	}
-	ok += nsys;
-	/* kernel-function probes: one load of vfs.bpf.c with the chosen programs */
-	int nk = attach_once(b, DC_MECH_KERNEL, b->vfs != NULL, load_vfs, "kernel-function",
-			     err, errlen);
-	if (nk < 0)
-		return -1;
-	ok += nk;
-	/* tracepoint probes: one load of kernel.bpf.c with the asked programs */
-	int ntp = attach_once(b, DC_MECH_TRACEPOINT, b->kern != NULL, load_kernel, "tracepoint",
-			      err, errlen);
-	if (ntp < 0)
-		return -1;
-	ok += ntp;
-	if (b->session || b->multi) {
-		/* probes of one library are added together: attach each run at once */
-		unsigned i = b->nattached;
-		while (i < b->nprobes) {
-			if (b->probes[i].mech != DC_MECH_UPROBE) {
-				i++;
-				continue;
-			}
-			unsigned j = i + 1;
-			while (j < b->nprobes && !strcmp(b->probes[j].library, b->probes[i].library) &&
-			       b->probes[j].mech == DC_MECH_UPROBE)
-				j++;
-			ok += attach_multi(b, i, j);
-			i = j;
-		}
-		b->nattached = b->nprobes;
-		if (!ok && b->nprobes) {
-			snprintf(err, errlen, "no probe could be attached (see the warnings above)");
-			return -1;
-		}
-		return ok;
-	}
+	unsigned ok = 0;
 	struct skips sk = { .n = 0 };
 	unsigned of = 0;
 	const char *lastlib = NULL;
@@ -869,6 +812,72 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 	}
 	if (lastlib)
 		skip_report(&sk, lastlib, of);
+	return ok;
+}
+
+/* Loads, once, the BPF object that serves the probes of mechanism mech added since the
+ * last attach (load: load_vfs or load_kernel; loaded: it is loaded already, and cannot
+ * take more). Returns how many such probes there are (0: nothing loaded), or -1 with err
+ * ("WHAT probes can be added only once", or load's). */
+static int attach_once(struct dc_bpf *b, enum dc_mechanism mech, int loaded,
+		       int (*load)(struct dc_bpf *b, char *err, size_t errlen), const char *what,
+		       char *err, size_t errlen)
+{
+	int n = 0;
+	for (unsigned i = b->nattached; i < b->nprobes; i++)
+		n += b->probes[i].mech == mech;
+	if (!n)
+		return 0;
+	if (loaded) {
+		snprintf(err, errlen, "%s probes can be added only once", what);
+		return -1;
+	}
+	return load(b, err, errlen) ? -1 : n;
+}
+
+/* The mechanisms in the order they are attached: profile map, syscall cookies, VFS object,
+ * tracepoint object, then the uprobes (attach_uprobe_runs, or attach_uprobe_pairs). */
+int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
+{
+	unsigned ok = 0, nsys = 0;
+	for (unsigned i = b->nattached; i < b->nprobes; i++) {
+		struct dc_pinfo pi = pinfo_of(&b->probes[i]);
+		__u32 k = i;
+		if (bpf_map__update_elem(b->skel->maps.pinfo, &k, sizeof(k), &pi, sizeof(pi), 0)) {
+			snprintf(err, errlen, "cannot fill the profile map: %s", strerror(errno));
+			return -1;
+		}
+	}
+	/* syscall probes: a cookie per syscall number in the syscall_cookie map */
+	for (unsigned i = b->nattached; i < b->nprobes; i++) {
+		if (b->probes[i].mech != DC_MECH_SYSCALL)
+			continue;
+		if (!b->sys && load_syscalls(b, err, errlen))
+			return -1;
+		__u32 nr = b->probes[i].offset;
+		__u64 cookie = cookie_of(&b->probes[i], i);
+		if (bpf_map__update_elem(b->sys->maps.syscall_cookie, &nr, sizeof(nr), &cookie,
+					 sizeof(cookie), BPF_ANY)) {
+			fprintf(stderr, "datacrumbs: warning: cannot trace syscall %s (nr %u): %s\n",
+				b->probes[i].func->name, nr, strerror(errno));
+			continue;
+		}
+		nsys++;
+	}
+	ok += nsys;
+	/* kernel-function probes: one load of vfs.bpf.c with the chosen programs */
+	int nk = attach_once(b, DC_MECH_KERNEL, b->vfs != NULL, load_vfs, "kernel-function",
+			     err, errlen);
+	if (nk < 0)
+		return -1;
+	ok += nk;
+	/* tracepoint probes: one load of kernel.bpf.c with the asked programs */
+	int ntp = attach_once(b, DC_MECH_TRACEPOINT, b->kern != NULL, load_kernel, "tracepoint",
+			      err, errlen);
+	if (ntp < 0)
+		return -1;
+	ok += ntp;
+	ok += b->session || b->multi ? attach_uprobe_runs(b) : attach_uprobe_pairs(b);
 	b->nattached = b->nprobes;
 	if (!ok && b->nprobes) {
 		snprintf(err, errlen, "no probe could be attached (see the warnings above)");
