@@ -10,11 +10,21 @@ const volatile __u64 tp_cookie[DC_TP_NR] = {};
 
 /* --- page cache ------------------------------------------------------------------------ */
 
+/* folio.flags before Linux 6.18, a plain unsigned long (since, a memdesc_flags_t holding
+ * one): the same bits, read through whichever layout this kernel has (CO-RE flavor). */
+struct folio___ulong {
+	unsigned long flags;
+} __attribute__((preserve_access_index));
+
 /* Pages in a folio: 1 << order for a large folio (PG_head set), else 1 (mm.h folio_order). */
 static __always_inline __u64 folio_pages(struct folio *folio)
 {
 	unsigned long flags = 0, flags1 = 0;
-	bpf_probe_read_kernel(&flags, sizeof(flags), &folio->flags);
+	if (bpf_core_type_exists(memdesc_flags_t))
+		bpf_probe_read_kernel(&flags, sizeof(flags), &folio->flags);
+	else
+		bpf_probe_read_kernel(&flags, sizeof(flags),
+				      &((struct folio___ulong *)folio)->flags);
 	if (!(flags & (1UL << bpf_core_enum_value(enum pageflags, PG_head))))
 		return 1;
 	bpf_probe_read_kernel(&flags1, sizeof(flags1), &folio->_flags_1);
