@@ -116,9 +116,20 @@ const volatile __u64 profile_t0 = 0;
  * traced thread an IPI and the tracer a context switch per event. */
 const volatile __u64 wakeup_bytes = 0;
 
-static __always_inline __u64 submit_flags(void)
+/* The wakeup flag for submitting a reserved record of `bytes` bytes: BPF_RB_FORCE_WAKEUP
+ * only for the record that takes the waiting data across wakeup_bytes, never for the
+ * ones after it while the consumer has not drained (a forced wakeup is an irq_work
+ * self-IPI in the traced thread, a VM exit here: one per record once the consumer lagged
+ * made every traced call twice as slow). A crossing that two CPUs both miss, or a
+ * consumer that went back to sleep with data still waiting, is caught by the consumer's
+ * drain timer (core/session.c DC_DRAIN_MS) and by epoll's level-triggered readiness of
+ * the ring buffer (kernel/bpf/ringbuf.c ringbuf_map_poll). Each record takes its size
+ * plus an 8-byte header, rounded up to 8 (BPF_RINGBUF_HDR_SZ). */
+static __always_inline __u64 submit_flags(__u64 bytes)
 {
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes
+	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	__u64 mine = ((bytes + 8) + 7) & ~7ULL;
+	return avail >= wakeup_bytes && avail < wakeup_bytes + mine
 	       ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
@@ -562,11 +573,14 @@ static __always_inline void call_return(__u64 cookie, long ret)
 		long n = bpf_probe_read_user_str(sc->path, sizeof(sc->path),
 						 (const void *)f->args[path]);
 		struct dc_path_event *pe;
+		__u64 bytes;
 		if (n <= DC_PATH_SMALL) {
+			bytes = sizeof(pe->e) + DC_PATH_SMALL;
 			pe = bpf_ringbuf_reserve(&events, sizeof(pe->e) + DC_PATH_SMALL, 0);
 			if (pe)
 				bpf_probe_read_kernel(pe->path, DC_PATH_SMALL, sc->path);
 		} else {
+			bytes = sizeof(*pe);
 			pe = bpf_ringbuf_reserve(&events, sizeof(*pe), 0);
 			if (pe)
 				bpf_probe_read_kernel(pe->path, DC_PATH_MAX, sc->path);
@@ -581,7 +595,7 @@ static __always_inline void call_return(__u64 cookie, long ret)
 				  (pe->e.flags & DC_F_AUX ? (long)pe->e.aux : -1) : ret;
 			if ((cookie & DC_COOKIE_OPENS) && fd >= 0)
 				fd_inode(fd, &pe->e.ino, &pe->e.dev);
-			bpf_ringbuf_submit(pe, submit_flags());
+			bpf_ringbuf_submit(pe, submit_flags(bytes));
 		}
 	} else {
 		struct dc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -589,7 +603,7 @@ static __always_inline void call_return(__u64 cookie, long ret)
 			count_stat(DC_STAT_LOST);
 		} else {
 			fill_call(e, f, tgid, tid, d, parent, now, ret);
-			bpf_ringbuf_submit(e, submit_flags());
+			bpf_ringbuf_submit(e, submit_flags(sizeof(*e)));
 		}
 	}
 	st->depth = d;
@@ -632,7 +646,7 @@ static __always_inline int emit_record(__u64 cookie, __u32 tgid, __u32 tid, __u6
 	e->aux = 0;
 	for (int i = 0; i < DC_MAX_ARGS; i++)
 		e->args[i] = args[i];
-	bpf_ringbuf_submit(e, submit_flags());
+	bpf_ringbuf_submit(e, submit_flags(sizeof(*e)));
 	return 0;
 }
 

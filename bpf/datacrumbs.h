@@ -101,7 +101,8 @@ struct dc_event {
 	unsigned int tid;         /* thread id */
 	unsigned long long ts;    /* call entry (or record time), CLOCK_MONOTONIC ns */
 	unsigned long long dur;   /* call duration, ns */
-	unsigned long long id;    /* call id, unique per tgid, counts from 1 */
+	unsigned long long id;    /* call id, unique per tgid, counts from 1; a later process
+				     with the same pid goes on counting (pid reuse) */
 	unsigned long long parent;/* id of the enclosing probed call on this thread, 0: none */
 	unsigned int level;       /* nesting depth, 1 = outermost probed call on the thread */
 	unsigned int path_len;    /* bytes of path that follow, 0: none */

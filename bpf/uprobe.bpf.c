@@ -95,6 +95,29 @@ static __always_inline void send_proc(__u32 kind, __u32 pid, __u32 tid, __u64 ar
 	bpf_ringbuf_submit(pe, 0);
 }
 
+/* The next call id of each tgid whose traced process has ended, so that a process that
+ * later gets the same pid (pid reuse: pid_max wraps) goes on counting from there: call
+ * ids stay unique per pid in the trace, and no p_idx can name a call of an earlier
+ * process. An LRU map: the oldest pids age out first (by then pid_max has wrapped many
+ * times over and their ids are long written). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u64);
+} ended_ids SEC(".maps");
+
+/* Stops tracing tgid, keeping its id counter for a later process of the same pid. */
+static __always_inline void untrace(__u32 tgid)
+{
+	struct dc_proc *p = bpf_map_lookup_elem(&traced, &tgid);
+	if (p) {
+		__u64 next = p->next_id;
+		bpf_map_update_elem(&ended_ids, &tgid, &next, BPF_ANY);
+	}
+	bpf_map_delete_elem(&traced, &tgid);
+}
+
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(dc_fork, struct task_struct *parent, struct task_struct *child)
 {
@@ -104,7 +127,9 @@ int BPF_PROG(dc_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	if (!bpf_map_lookup_elem(&traced, &ptgid))
 		return 0;
-	struct dc_proc fresh = { .next_id = 1 };
+	/* a pid traced before goes on with its ids (pid reuse: ended_ids) */
+	__u64 *next = bpf_map_lookup_elem(&ended_ids, &ctgid);
+	struct dc_proc fresh = { .next_id = next ? *next : 1 };
 	bpf_map_update_elem(&traced, &ctgid, &fresh, BPF_ANY);
 	send_proc(DC_EV_FORK, ctgid, ctgid, ptgid, 0);
 	return 0;
@@ -130,7 +155,7 @@ int BPF_PROG(dc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	send_proc(DC_EV_EXEC, tgid, BPF_CORE_READ(p, pid), secure,
 		  (const char *)BPF_CORE_READ(bprm, file, f_path.dentry, d_name.name));
 	if (secure)
-		bpf_map_delete_elem(&traced, &tgid);
+		untrace(tgid);
 	return 0;
 }
 
@@ -146,6 +171,6 @@ int BPF_PROG(dc_exit, struct task_struct *task)
 	if (BPF_CORE_READ(task, signal, live.counter) != 0)
 		return 0;
 	send_proc(DC_EV_EXIT, tgid, tid, BPF_CORE_READ(task, exit_code), 0);
-	bpf_map_delete_elem(&traced, &tgid);
+	untrace(tgid);
 	return 0;
 }

@@ -114,6 +114,22 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, uint64_t profile_ns, uint64_t p
 	return b;
 }
 
+int dc_bpf_traced(struct dc_bpf *b, int except, int *pids, int max)
+{
+	int fd = bpf_map__fd(b->skel->maps.traced), n = 0;
+	__u32 key, next, *prev = NULL;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		if ((int)next != except) {
+			if (n < max)
+				pids[n] = (int)next;
+			n++;
+		}
+		key = next;
+		prev = &key;
+	}
+	return errno == ENOENT ? n : -1;
+}
+
 int dc_bpf_trace_pid(struct dc_bpf *b, int tgid)
 {
 	struct dc_proc p = { .next_id = 1 };

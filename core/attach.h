@@ -33,6 +33,11 @@ struct dc_bpf;
 struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, uint64_t profile_ns, uint64_t profile_t0,
 			   int untrace_secureexec, char *err, size_t errlen);
 
+/* The traced processes (tgids in the `traced` map) other than `except`: their number, the
+ * first `max` of them in pids[] (may be NULL with max 0). Returns -1 with errno when the
+ * map cannot be read. */
+int dc_bpf_traced(struct dc_bpf *b, int except, int *pids, int max);
+
 /* Marks tgid as traced: its calls are recorded and its future children are followed.
  * Returns 0, or -1 with errno. */
 int dc_bpf_trace_pid(struct dc_bpf *b, int tgid);

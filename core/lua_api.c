@@ -1234,6 +1234,26 @@ const struct dc_probe_req *dc_script_reqs(struct dc_script *s, int *n)
 	return s->reqs;
 }
 
+/* Does a function request r asks for take a DIR * (readdir)? Only then are the hidden
+ * DIR-stream functions (opendir, fdopendir, closedir) needed: their uprobes would trap in
+ * every process calling them for nothing (the fds they open and close are seen by their
+ * system calls). */
+static int asks_dirs(const struct dc_probe_req *r)
+{
+	for (int k = 0; k < r->nfuncs; k++) {
+		const struct dc_func *f = dc_layer_func(r->layer, r->funcs[k]);
+		for (int a = 0; f && a < f->nargs; a++)
+			if (f->args[a].kind == DC_ARG_DIR)
+				return 1;
+	}
+	return 0;
+}
+
+static int dir_effect(enum dc_effect fx)
+{
+	return fx == DC_FX_OPENDIR || fx == DC_FX_FDOPENDIR || fx == DC_FX_CLOSEDIR;
+}
+
 const struct dc_func *dc_req_next(struct dc_req_iter *it, int *hidden)
 {
 	const struct dc_probe_req *r = it->r;
@@ -1251,7 +1271,9 @@ const struct dc_func *dc_req_next(struct dc_req_iter *it, int *hidden)
 			? dc_layer_func(l, r->funcs[it->k]) : &l->funcs[it->k];
 		it->k++;
 		*hidden = it->pass == 1;
-		if (!*hidden || f->effect != DC_FX_NONE)
+		if (!*hidden)
+			return f;
+		if (f->effect != DC_FX_NONE && (!dir_effect(f->effect) || asks_dirs(r)))
 			return f;
 	}
 }
