@@ -22,9 +22,9 @@
 #   TP_N=50000     loop iterations per process in the throughput runs
 #   TP_CONFIGS="1:16M 2:16M 4:16M 2:1M 2:256K 2:64K"   PROCS:BUFFER per throughput run
 #   BPF_STATS=0    1: sysctl kernel.bpf_stats_enabled=1 for the run (restored at the end);
-#                  every tracer run holds its loop just before and just after the timed part
-#                  while bpftool reads
-#                  run_cnt and run_time_ns of the tracer's programs (same as --bpf-stats)
+#                  every tracer run holds its loop just before and just after the timed
+#                  part while bpftool reads run_cnt and run_time_ns of the tracer's
+#                  programs (same as --bpf-stats)
 #   OUT=/tmp/datacrumbs-bench   work directory (traces, raw results)
 #   DATACRUMBS=build/datacrumbs  the tracer
 set -euo pipefail
