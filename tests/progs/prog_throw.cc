@@ -4,6 +4,9 @@
 //                     exits 0 when C == N, 1 otherwise
 //   prog_throw wait   prints "ready PID", blocks reading stdin until EOF, then calls
 //                     dc_thrower once without throwing (one normal return); exits 0
+//   prog_throw mix N  N calls of dc_thrower(i, i even): the even ones throw; prints
+//                     "caught C returned R" (R: the sum of the values returned, i + 1
+//                     each), exits 0 when C is the count of even i < N, 1 otherwise
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,8 +22,8 @@ extern "C" __attribute__((noinline)) int dc_thrower(int i, int do_throw)
 
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: prog_throw N | wait\n");
+	if (argc != 2 && !(argc == 3 && !strcmp(argv[1], "mix"))) {
+		fprintf(stderr, "usage: prog_throw N | wait | mix N\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "wait")) {
@@ -30,6 +33,18 @@ int main(int argc, char **argv)
 		while (read(0, &c, 1) > 0)
 			;
 		return dc_thrower(1, 0) == 2 ? 0 : 1;
+	}
+	if (argc == 3 && !strcmp(argv[1], "mix")) {
+		long n = atol(argv[2]), caught = 0, returned = 0;
+		for (long i = 0; i < n; i++) {
+			try {
+				returned += dc_thrower((int)i, i % 2 == 0);
+			} catch (const std::runtime_error &) {
+				caught++;
+			}
+		}
+		printf("caught %ld returned %ld\n", caught, returned);
+		return caught == (n + 1) / 2 ? 0 : 1;
 	}
 	long n = atol(argv[1]), caught = 0;
 	for (long i = 0; i < n; i++) {
