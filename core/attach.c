@@ -182,6 +182,12 @@ static void add_catcher(struct dc_bpf *b, const struct dc_layer *layer, const ch
 	dc_elf_syms_close(syms);
 	if (!off || b->nprobes + 1 > DC_MAX_PROBES)
 		return;
+	/* a script's own probe on __cxa_begin_catch pushes a frame at the rsp the catch
+	 * point sees, which would take it for a dead one: then there is no catch point */
+	for (unsigned i = 0; i < b->nprobes; i++)
+		if (!b->probes[i].site_of && b->probes[i].offset == off &&
+		    !strcmp(b->probes[i].library, lib))
+			return;
 	int c = new_probe(b, layer, &catch_func, lib, off, 1);
 	if (c >= 0)
 		b->probes[c].catcher = 1;
@@ -193,6 +199,8 @@ int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
 {
 	for (unsigned i = 0; i < b->nprobes; i++) {
 		struct dc_probe *p = &b->probes[i];
+		if (p->catcher == 1 && p->offset == offset && !strcmp(p->library, library))
+			p->catcher = 2; /* a probe of the script's own at the catch point */
 		if (p->site_of || p->catcher || p->offset != offset || strcmp(p->library, library))
 			continue;
 		if ((p->hidden && !hidden) || (p->func->noret && !func->noret && !hidden)) {
@@ -512,7 +520,7 @@ static unsigned attach_multi(struct dc_bpf *b, unsigned from, unsigned to)
 	skip_evex(b, from, to, evex);
 	unsigned c = 0;
 	for (unsigned i = 0; i < cnt; i++) {
-		if (evex[i])
+		if (evex[i] || b->probes[from + i].catcher == 2)
 			continue;
 		idx[c] = from + i;
 		ok[c++] = 1;
@@ -524,13 +532,14 @@ static unsigned attach_multi(struct dc_bpf *b, unsigned from, unsigned to)
 		/* the returns of the probes that have one, then the entries of those linked */
 		unsigned m = 0;
 		for (unsigned i = 0; i < cnt; i++)
-			if (!evex[i] && hijacks(&b->probes[from + i]))
+			if (!evex[i] && hijacks(&b->probes[from + i]) &&
+			    b->probes[from + i].catcher != 2)
 				idx[m++] = from + i;
 		memset(rok, 1, cnt);
 		link_groups(b, LK_RETURN, lib, idx, m, rok, &sk);
 		unsigned k = 0;
 		for (unsigned i = 0, j = 0; i < cnt; i++) {
-			if (evex[i])
+			if (evex[i] || b->probes[from + i].catcher == 2)
 				continue;
 			int has_ret = hijacks(&b->probes[from + i]);
 			int linked = !has_ret || rok[j];
@@ -930,7 +939,7 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 		lastlib = p->library;
 		of++;
 		unsigned char bad;
-		if (skip_evex(b, i, i + 1, &bad))
+		if (p->catcher == 2 || skip_evex(b, i, i + 1, &bad))
 			continue;
 		LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie_of(p, i));
 		o.retprobe = true; /* the return first, as in attach_multi */

@@ -20,9 +20,10 @@ struct dc_probe {
 				HIJACK, INSN (return-site probes) or NONE (entry-only) */
 	int fellback;        /* returns INSN was chosen or asked, but cannot be: NONE */
 	int go;              /* a Go binary's function: its stack moves (dc_pinfo.moves) */
-	int catcher;         /* the catch point of a C++ runtime (__cxa_begin_catch of the
-				libstdc++ a C++ probe's file loads): its hits send the calls
-				a caught exception unwound (bpf/datacrumbs.h DC_COOKIE_CATCH) */
+	int catcher;         /* 1: the catch point of a C++ runtime (__cxa_begin_catch of
+				the libstdc++ a C++ probe's file loads): its hits send the calls
+				a caught exception unwound (bpf/datacrumbs.h DC_COOKIE_CATCH);
+				2: one given up (a script probes __cxa_begin_catch itself) */
 	unsigned site_of;    /* a return site (a `ret` of a function): 1 + its probe's index;
 				0 for a function's entry */
 	uint64_t at;         /* file offset the uprobe sits at: offset, a Go function's past

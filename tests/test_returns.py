@@ -6,7 +6,8 @@ untraced, must print and exit exactly alike, and every call must be an event:
      "unwound" (no ret); `1000` (every call throws): 1000 unwound, the last one too (the
      C++ runtime's __cxa_begin_catch is the catch point); the same without session
      uprobes (DATACRUMBS_NO_UPROBE_SESSION=1), where the held process's links run
-     dc_entry only: no uretprobe; returns = "none": entry-only events;
+     dc_entry only: no uretprobe; with __cxa_begin_catch probed by the script too (its
+     calls are events, not dead frames); returns = "none": entry-only events;
   2. setjmp/longjmp: dc.uprobe on dc_maybe_jump of prog_setjmp (plain C: the kernel's
      return, which longjmp skips; and returns = "instructions"): `mix 100`: 50 events
      with ret, 50 unwound;
@@ -124,6 +125,18 @@ dctest.check_pfw(dctest.find_trace(dw))
 ev, _, _ = dctest.read_trace(dctest.find_trace(dw))
 equal([shape(e, "i") for e in ev if e.get("cat") == "APP"], [(1, 2)],
       "held C++ program: its one call, with ret")
+
+# a script that probes the catch point itself: its calls are events of their own (with
+# ret), not taken for dead frames; the thrown calls are still unwound (found later)
+catch = script(d, "catch.lua", 'dc.uprobe { file = "libstdc++.so.6", functions = '
+               '"__cxa_begin_catch", layer = "APP" }\n' 'dc.uprobe { functions = "dc_thrower", '
+               'args = { "int i" }, ret = "int", layer = "APP" }')
+calls, _ = run_both("cxx_catch", catch, [THROW, "mix", "10"])
+equal(sorted(shape(e, "i") for e in calls if e["name"] == "dc_thrower"),
+      [(i, "unwound" if i % 2 == 0 else i + 1) for i in range(10)],
+      "C++ with __cxa_begin_catch probed too: dc_thrower's events")
+equal(sorted("ret" in e["args"] for e in calls if e["name"] == "__cxa_begin_catch"),
+      [True] * 5, "C++ with __cxa_begin_catch probed too: its 5 calls, with ret")
 
 none = script(d, "none.lua", 'dc.uprobe { functions = "dc_thrower", args = { "int i" }, '
               'layer = "APP", returns = "none" }')
