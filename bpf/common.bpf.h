@@ -408,6 +408,17 @@ static __always_inline void note_handle(const struct dc_pinfo *pi, __u32 tgid,
 enum { DC_UW_RETURN = 0, DC_UW_ENTRY = 1, DC_UW_CATCH = 2, DC_UW_POP = 3 };
 __noinline int dc_unwind(struct dc_stack *st, __u64 sp, int mode, __u32 keep);
 
+/* A probe hit at user rsp sp on a thread counting calls too deep to keep (depth above
+ * DC_MAX_DEPTH): those calls were all deeper than the last kept frame, so when sp is at
+ * or above that frame's entry rsp they are over (an exception or a longjmp left them):
+ * the count comes down to the kept frames, lest the thread stay too deep for good. */
+static __always_inline void deep_over(struct dc_stack *st, __u64 sp)
+{
+	struct dc_frame *last = &st->f[DC_MAX_DEPTH - 1];
+	if (st->depth > DC_MAX_DEPTH && sp && last->sp && !last->moves && last->sp <= sp)
+		st->depth = DC_MAX_DEPTH;
+}
+
 /* A probed call starts on the current thread: push a frame with its attach cookie,
  * id, argument registers and (for iovec calls) the bytes asked. Untraced processes
  * return at once. Returns 1 when the call's return must be seen (a frame was pushed, or
@@ -443,8 +454,10 @@ static __always_inline int call_enter_at(__u64 cookie, __u64 sp, __u64 a0, __u64
 		struct dc_pinfo *pi = bpf_map_lookup_elem(&pinfo, &probe);
 		moves = pi && pi->moves;
 	}
-	if (sp && !moves)
+	if (sp && !moves) {
+		deep_over(st, sp);
 		dc_unwind(st, sp, DC_UW_ENTRY, 0);
+	}
 	__u32 d = st->depth;
 	if (d >= DC_MAX_DEPTH) {
 		count_stat(DC_STAT_DEEP);
@@ -706,6 +719,7 @@ static __always_inline void call_retsite(__u64 cookie, __u64 sp, long ret)
 			count_stat(DC_STAT_UNPAIRED);
 		return;
 	}
+	deep_over(st, sp);
 	if (st->depth > DC_MAX_DEPTH) { /* a too-deep call returns */
 		st->depth--;
 		return;
@@ -731,8 +745,10 @@ static __always_inline void call_caught(__u64 sp)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct dc_stack *st = bpf_map_lookup_elem(&stacks, &tid);
-	if (st)
+	if (st) {
+		deep_over(st, sp);
 		dc_unwind(st, sp, DC_UW_CATCH, 0);
+	}
 }
 
 /* Sends a record made outside an entry/return pair (a kernel event), given its owner,

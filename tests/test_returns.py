@@ -4,7 +4,9 @@ untraced, must print and exit exactly alike, and every call must be an event:
   1. C++: dc.uprobe on dc_thrower of prog_throw (returns auto: C++, so probes on its
      return instructions): `mix 200` (even calls throw): 100 events with ret, 100
      "unwound" (no ret); `1000` (every call throws): 1000 unwound, the last one too (the
-     C++ runtime's __cxa_begin_catch is the catch point); the same without session
+     C++ runtime's __cxa_begin_catch is the catch point); `deep 3 20` (recursion deeper
+     than the 16 frames kept, thrown from the bottom): 48 unwound, the thread's count of
+     too-deep calls back down after the catch; the same without session
      uprobes (DATACRUMBS_NO_UPROBE_SESSION=1), where the held process's links run
      dc_entry only: no uretprobe; with __cxa_begin_catch probed by the script too (its
      calls are events, not dead frames); returns = "none": entry-only events;
@@ -84,6 +86,18 @@ check(all(e["dur"] >= 0 and e["args"]["level"] == 1 for e in calls), "C++ mix: l
 calls, _ = run_both("cxx_all", thrower, [THROW, "1000"])
 equal(sorted(shape(e, "i") for e in calls), [(i, "unwound") for i in range(1000)],
       "C++ 1000 throws: 1000 events, all unwound (the last one too: caught)")
+
+# deeper than the 16 frames kept: the uncounted calls an exception left are over when
+# the catch point is above the last kept frame (else the thread would stay too deep)
+deep = script(d, "deep.lua", 'dc.uprobe { functions = { "dc_recurse", "dc_thrower" }, '
+              'args = { "int d" }, ret = "int", layer = "APP" }')
+calls, err = run_both("cxx_deep", deep, [THROW, "deep", "3", "20"])
+equal(sorted(shape(e, "d") for e in calls if e["name"] == "dc_recurse"),
+      sorted([(dd, "unwound") for dd in range(20, 4, -1)] * 3),
+      "C++ deep: each round's 16 kept calls unwound (d 20..5)")
+equal([shape(e, "d") for e in calls if e["name"] == "dc_thrower"], [(0, 1)],
+      "C++ deep: the call after the rounds is recorded, with ret (not too deep)")
+check("15 calls nested deeper than 16" in err, "C++ deep: 15 calls too deep: %r" % err)
 
 # the same without session uprobes: the pair's fallback, which must not use a uretprobe
 nosess = dict(os.environ, DATACRUMBS_NO_UPROBE_SESSION="1")
