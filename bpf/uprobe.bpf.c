@@ -15,14 +15,22 @@ SEC("uprobe")
 int dc_entry(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
+	if ((cookie & DC_COOKIE_CATCH) == DC_COOKIE_CATCH) { /* a C++ handler caught */
+		call_caught(PT_REGS_SP(ctx));
+		return 0;
+	}
 	if (cookie & DC_COOKIE_NORET) { /* entry-only probe: no uretprobe is attached */
 		call_instant(cookie, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
 			     PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), PT_REGS_PARM6(ctx));
 		return 0;
 	}
-	call_enter(cookie, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx),
-		   PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx),
-		   PT_REGS_PARM6(ctx));
+	if (cookie & DC_COOKIE_RETSITE) { /* a return instruction of a probed function */
+		call_retsite(cookie, PT_REGS_SP(ctx), PT_REGS_RC(ctx));
+		return 0;
+	}
+	call_enter_at(cookie, PT_REGS_SP(ctx), PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx),
+		      PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx),
+		      PT_REGS_PARM6(ctx));
 	return 0;
 }
 
@@ -42,7 +50,8 @@ extern bool bpf_session_is_return(void) __ksym __weak;
  * type BPF_TRACE_UPROBE_SESSION (the loader sets it: libbpf 1.1 has no "uprobe.session").
  * At entry it returns 0 when the call's return must be seen, 1 when not (the process is
  * not traced): the kernel then hijacks no return address, so untraced processes run with
- * nothing but the entry breakpoint (bpf/datacrumbs.h, "Session uprobes"). */
+ * nothing but the entry breakpoint (bpf/datacrumbs.h, "Session uprobes"). Functions
+ * probed at their return instructions never ask for the return ("Return instructions"). */
 SEC("uprobe")
 int dc_session(struct pt_regs *ctx)
 {
@@ -51,13 +60,24 @@ int dc_session(struct pt_regs *ctx)
 		call_return(cookie, PT_REGS_RC(ctx));
 		return 0;
 	}
+	if ((cookie & DC_COOKIE_CATCH) == DC_COOKIE_CATCH) { /* a C++ handler caught */
+		call_caught(PT_REGS_SP(ctx));
+		return 1;
+	}
 	if (cookie & DC_COOKIE_NORET) {
 		call_instant(cookie, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
 			     PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), PT_REGS_PARM6(ctx));
 		return 1;
 	}
-	return call_enter(cookie, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
-			  PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), PT_REGS_PARM6(ctx)) ? 0 : 1;
+	if (cookie & DC_COOKIE_RETSITE) { /* a return instruction: seen without a hijack */
+		call_retsite(cookie, PT_REGS_SP(ctx), PT_REGS_RC(ctx));
+		return 1;
+	}
+	int pushed = call_enter_at(cookie, PT_REGS_SP(ctx), PT_REGS_PARM1(ctx),
+				   PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx),
+				   PT_REGS_PARM5(ctx), PT_REGS_PARM6(ctx));
+	/* return-instruction probes (bit 39): their return sites pop the frame */
+	return pushed && !(cookie & DC_COOKIE_INSN) ? 0 : 1;
 }
 
 /* Sends a process record (fork, exec, exit); path is the exec'd file name or NULL. The
@@ -166,7 +186,10 @@ int BPF_PROG(dc_exit, struct task_struct *task)
 	__u32 tgid = BPF_CORE_READ(task, tgid), tid = BPF_CORE_READ(task, pid);
 	if (!bpf_map_lookup_elem(&traced, &tgid))
 		return 0;
-	flush_stack(tgid, tid);
+	/* the user rsp the thread exits at (exit_group(2), or where a signal killed it):
+	 * frames below it were left before, by an exception or a longjmp */
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	flush_stack(tgid, tid, regs ? BPF_CORE_READ(regs, sp) : 0);
 	/* signal->live reached 0: this was the last thread of the process */
 	if (BPF_CORE_READ(task, signal, live.counter) != 0)
 		return 0;

@@ -350,7 +350,7 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 			break;
 		case DC_ARG_STR: { /* BPF put the string's first bytes in place of the pointer,
 				     when the call returned */
-			if (e->flags & DC_F_UNFINISHED)
+			if (e->flags & (DC_F_UNFINISHED | DC_F_UNWOUND))
 				break;
 			char s8[sizeof(v) + 1] = { 0 };
 			memcpy(s8, &v, sizeof(v));
@@ -372,7 +372,7 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 			dc_rec_int(r, a->name, elems);
 			break;
 		case DC_ARG_DATATYPE: /* Open MPI's size is read when the call returns */
-			if (!(e->flags & DC_F_UNFINISHED))
+			if (!(e->flags & (DC_F_UNFINISHED | DC_F_UNWOUND)))
 				tsize = dc_mpi_type_size(pr->mpi, v);
 			break;
 		case DC_ARG_STATUS:
@@ -410,6 +410,9 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 	} else if (e->flags & DC_F_ENTRY) {
 		/* an entry-only probe (its return is not safe to probe): no ret, dur 0 */
 		dc_rec_int(r, "entry_only", 1);
+	} else if (e->flags & DC_F_UNWOUND) {
+		/* left without a return: an exception or a longjmp went past it */
+		dc_rec_int(r, "unwound", 1);
 	} else if ((e->flags & DC_F_UNFINISHED) ||
 		   (pr->mech != DC_MECH_UPROBE && ret <= -512 && ret >= -516)) {
 		/* the thread exited inside the call, or (ERESTARTSYS..ERESTART_RESTARTBLOCK,
@@ -443,7 +446,7 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		const char *k = dc_rec_keep(r, r->path, strlen(r->path));
 		r->path = k;
 	}
-	int finished = !(e->flags & (DC_F_UNFINISHED | DC_F_ENTRY)) &&
+	int finished = !(e->flags & (DC_F_UNFINISHED | DC_F_ENTRY | DC_F_UNWOUND)) &&
 		       !(pr->mech != DC_MECH_UPROBE && ret <= -512 && ret >= -516);
 	if (f->effect != DC_FX_NONE && finished && call_ok(f, ret))
 		apply_effect(c, pf, f, e, ret, r->path, &d);

@@ -20,6 +20,7 @@
 #include <luv/luv.h>
 
 #include "paths.h"
+#include "retsite.h"
 #include "trust.h"
 
 /* One dc.on_event callback and the events it wants. */
@@ -368,7 +369,9 @@ static int l_probe(lua_State *L)
  *           args = { "int step", "path name", ... } (KIND NAME, as in docs/probes.md,
  *                  the same for every function matched),
  *           ret = "int" | "long" | "pointer" | "errcode" | "void" (default "long"),
- *           layer = "APP" (the events' cat) }
+ *           layer = "APP" (the events' cat),
+ *           returns = "auto" | "hijack" | "instructions" | "none" (how the calls' returns
+ *                  are seen, core/retsite.h; default auto: per function) }
  * The globs are matched against the file's symbols once the run starts; a glob that
  * matches nothing gets a warning. Errors (caller's file:line): a bad arg, kind or ret. */
 static int l_uprobe(lua_State *L)
@@ -378,7 +381,8 @@ static int l_uprobe(lua_State *L)
 	if (s->started)
 		return luaL_error(L, "uprobe: call it at the script's top level");
 	luaL_checktype(L, 1, LUA_TTABLE);
-	static const char *const known[] = { "functions", "file", "args", "ret", "layer", NULL };
+	static const char *const known[] = { "functions", "file", "args", "ret", "layer",
+					     "returns", NULL };
 	check_fields(L, 1, "uprobe", known);
 	lua_getfield(L, 1, "layer");
 	const char *lname = luaL_optstring(L, -1, "APP");
@@ -421,6 +425,12 @@ static int l_uprobe(lua_State *L)
 	else if (strcmp(ret, "long"))
 		return luaL_error(L, "uprobe: unknown ret '%s' (int, long, pointer, errcode or "
 				  "void)", ret);
+	lua_pop(L, 1);
+	lua_getfield(L, 1, "returns"); /* how returns are seen: core/retsite.h */
+	const char *rs = luaL_optstring(L, -1, "auto");
+	if ((l->tmpl.returns = dc_returns_parse(rs)) < 0)
+		return luaL_error(L, "uprobe: unknown returns '%s' (auto, hijack, instructions "
+				  "or none)", rs);
 	lua_pop(L, 1);
 	lua_getfield(L, 1, "args");
 	if (!lua_isnil(L, -1)) {
