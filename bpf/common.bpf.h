@@ -610,7 +610,7 @@ __noinline int dc_unwind(struct dc_stack *st, __u64 sp, int mode, __u32 keep)
 				fill_call(e, f, tgid, tid, d - 1,
 					  d > 1 ? st->f[(d - 2) & (DC_MAX_DEPTH - 1)].id : 0, now, 0);
 				e->flags |= DC_F_UNWOUND;
-				bpf_ringbuf_submit(e, submit_flags());
+				bpf_ringbuf_submit(e, submit_flags(sizeof(*e)));
 			} else {
 				count_stat(DC_STAT_LOST);
 			}
