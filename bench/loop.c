@@ -1,11 +1,18 @@
 /* loop.c: the benchmark's workload: N iterations of write(fd, buf, 64) to /dev/null and
- * pread(fd, buf, 64, 0) on a small file, so 2N traced libc calls per process.
+ * pread(fd, buf, 64, 0) on a small file, so 2N traced calls per process; or, with -f, N
+ * iterations of fwrite(buf, 64, 1, f) on a fully buffered stream to /dev/null (N traced
+ * calls, and N/64 write(2)s underneath).
  *
- * usage: loop N FILE [PROCS]
+ * usage: loop [-f] [-H] N FILE [PROCS]
  *   PROCS processes (default 1, forked after the files are open) each run the N
  *   iterations; the parent waits for them.
+ *   -H: before the timed part, print "ready ppid=PPID" and wait for a line on stdin; after
+ *   the result line, print "hold ppid=PPID" and block reading stdin until EOF: so that
+ *   run.sh reads the run-time statistics of the tracer's (our parent's) BPF programs just
+ *   before and just after the timed part, while they are loaded, without sleeps.
  * Prints one line of key=value pairs on stdout:
- *   calls        2 * N * PROCS
+ *   kind         io (write + pread) or fwrite
+ *   calls        2 * N * PROCS (io), N * PROCS (fwrite)
  *   elapsed_ns   wall time of the timed part (all processes), CLOCK_MONOTONIC
  *   start_ns end_ns  CLOCK_REALTIME at its start and end (to see a tracer's attach and
  *                detach time around it)
@@ -62,20 +69,39 @@ static long long tv_ns(struct timeval tv)
 
 int main(int argc, char **argv)
 {
+	int use_fwrite = 0, hold = 0, opt;
+	while ((opt = getopt(argc, argv, "fH")) != -1) {
+		if (opt == 'f')
+			use_fwrite = 1;
+		else if (opt == 'H')
+			hold = 1;
+		else
+			return 2;
+	}
+	argc -= optind - 1;
+	argv += optind - 1;
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s N FILE [PROCS]\n", argv[0]);
+		fprintf(stderr, "usage: loop [-f] [-H] N FILE [PROCS]\n");
 		return 2;
 	}
 	long n = atol(argv[1]);
 	int procs = argc > 3 ? atoi(argv[3]) : 1;
-	char buf[64] = {0};
+	static char buf[64];
 	int out = open("/dev/null", O_WRONLY);
 	int in = open(argv[2], O_RDONLY);
-	if (out < 0 || in < 0 || procs < 1) {
+	FILE *f = use_fwrite ? fdopen(out, "w") : NULL;
+	if (out < 0 || in < 0 || procs < 1 || (use_fwrite && !f)) {
 		perror("loop: open");
 		return 1;
 	}
 	pid_t parent = getppid();
+	if (hold) {
+		printf("ready ppid=%d\n", (int)parent);
+		fflush(stdout);
+		char c;
+		while (read(0, &c, 1) == 1 && c != '\n')
+			;
+	}
 	long long pcpu0 = proc_cpu_ns(parent);
 	long long rt0 = now(CLOCK_REALTIME), t0 = now(CLOCK_MONOTONIC);
 	for (int p = 0; p < procs; p++) {
@@ -86,12 +112,22 @@ int main(int argc, char **argv)
 		}
 		if (pid > 0)
 			continue;
-		for (long i = 0; i < n; i++) {
+		for (long i = 0; i < n && f; i++) {
+			if (fwrite(buf, sizeof(buf), 1, f) != 1) {
+				perror("loop: fwrite");
+				_exit(1);
+			}
+		}
+		for (long i = 0; i < n && !f; i++) {
 			if (write(out, buf, sizeof(buf)) != sizeof(buf) ||
 			    pread(in, buf, sizeof(buf), 0) < 0) {
 				perror("loop: I/O");
 				_exit(1);
 			}
+		}
+		if (f && fflush(f)) {
+			perror("loop: fflush");
+			_exit(1);
 		}
 		if (procs > 1)
 			_exit(0);
@@ -106,8 +142,16 @@ int main(int argc, char **argv)
 	getrusage(RUSAGE_CHILDREN, &kids);
 	long long cpu = tv_ns(self.ru_utime) + tv_ns(self.ru_stime) + tv_ns(kids.ru_utime) +
 			tv_ns(kids.ru_stime);
-	printf("calls=%ld elapsed_ns=%lld start_ns=%lld end_ns=%lld cpu_ns=%lld parent_cpu_ns=%lld\n",
-	       2 * n * procs, t1 - t0, rt0, rt1, cpu,
-	       pcpu0 < 0 || pcpu1 < 0 ? -1 : pcpu1 - pcpu0);
+	printf("calls=%ld elapsed_ns=%lld start_ns=%lld end_ns=%lld cpu_ns=%lld parent_cpu_ns=%lld"
+	       " kind=%s\n",
+	       (f ? 1 : 2) * n * procs, t1 - t0, rt0, rt1, cpu,
+	       pcpu0 < 0 || pcpu1 < 0 ? -1 : pcpu1 - pcpu0, f ? "fwrite" : "io");
+	if (hold) {
+		/* the tracer's programs stay loaded until whoever runs us closes our stdin */
+		printf("hold ppid=%d\n", (int)parent);
+		fflush(stdout);
+		while (read(0, buf, sizeof(buf)) > 0)
+			;
+	}
 	return failed;
 }

@@ -26,8 +26,10 @@ struct dc_frame {
 	__u64 iov_bytes;
 	__u64 aux;      /* cookie's aux value, read at entry or return */
 	__u32 aux_ok;   /* DC_F_AUX when aux was read */
-	__u32 pad;
+	__u32 moves;    /* 1: its stack moves (dc_pinfo.moves): sp is not compared */
 	__u64 args[DC_MAX_ARGS];
+	__u64 sp;       /* user rsp at entry (the return address's slot), 0: not known
+			   (kernel-side frames); bpf/datacrumbs.h "Return instructions" */
 };
 
 /* The calls in flight on one thread, innermost last. Kept while the thread lives (depth
@@ -116,9 +118,20 @@ const volatile __u64 profile_t0 = 0;
  * traced thread an IPI and the tracer a context switch per event. */
 const volatile __u64 wakeup_bytes = 0;
 
-static __always_inline __u64 submit_flags(void)
+/* The wakeup flag for submitting a reserved record of `bytes` bytes: BPF_RB_FORCE_WAKEUP
+ * only for the record that takes the waiting data across wakeup_bytes, never for the
+ * ones after it while the consumer has not drained (a forced wakeup is an irq_work
+ * self-IPI in the traced thread, a VM exit here: one per record once the consumer lagged
+ * made every traced call twice as slow). A crossing that two CPUs both miss, or a
+ * consumer that went back to sleep with data still waiting, is caught by the consumer's
+ * drain timer (core/session.c DC_DRAIN_MS) and by epoll's level-triggered readiness of
+ * the ring buffer (kernel/bpf/ringbuf.c ringbuf_map_poll). Each record takes its size
+ * plus an 8-byte header, rounded up to 8 (BPF_RINGBUF_HDR_SZ). */
+static __always_inline __u64 submit_flags(__u64 bytes)
 {
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes
+	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	__u64 mine = ((bytes + 8) + 7) & ~7ULL;
+	return avail >= wakeup_bytes && avail < wakeup_bytes + mine
 	       ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
@@ -399,14 +412,33 @@ static __always_inline void note_handle(const struct dc_pinfo *pi, __u32 tgid,
 	bpf_map_update_elem(&handles, &hk, &id, BPF_ANY);
 }
 
+/* How dc_unwind judges the frames on top of a thread's stack (bpf/datacrumbs.h "Return
+ * instructions"): a frame is over when its entry rsp is below the hit's rsp, and also,
+ * when equal, at an entry (for a return-instruction frame, or a hijacked one that did not
+ * tail-call this one) and at a catch point; DC_UW_POP pops down to `keep` frames. */
+enum { DC_UW_RETURN = 0, DC_UW_ENTRY = 1, DC_UW_CATCH = 2, DC_UW_POP = 3 };
+__noinline int dc_unwind(struct dc_stack *st, __u64 sp, int mode, __u32 keep);
+
+/* A probe hit at user rsp sp on a thread counting calls too deep to keep (depth above
+ * DC_MAX_DEPTH): those calls were all deeper than the last kept frame, so when sp is at
+ * or above that frame's entry rsp they are over (an exception or a longjmp left them):
+ * the count comes down to the kept frames, lest the thread stay too deep for good. */
+static __always_inline void deep_over(struct dc_stack *st, __u64 sp)
+{
+	struct dc_frame *last = &st->f[DC_MAX_DEPTH - 1];
+	if (st->depth > DC_MAX_DEPTH && sp && last->sp && !last->moves && last->sp <= sp)
+		st->depth = DC_MAX_DEPTH;
+}
+
 /* A probed call starts on the current thread: push a frame with its attach cookie,
  * id, argument registers and (for iovec calls) the bytes asked. Untraced processes
  * return at once. Returns 1 when the call's return must be seen (a frame was pushed, or
  * the too-deep counter was raised and must come down again), 0 when not (untraced
  * process, no room for the thread's stack): a session uprobe then asks the kernel for
- * no return probe (bpf/datacrumbs.h, "Session uprobes"). */
-static __always_inline int call_enter(__u64 cookie, __u64 a0, __u64 a1, __u64 a2,
-				       __u64 a3, __u64 a4, __u64 a5)
+ * no return probe (bpf/datacrumbs.h, "Session uprobes"). sp: the user rsp at entry
+ * (0: a kernel-side call); frames it shows dead are sent as unwound first. */
+static __always_inline int call_enter_at(__u64 cookie, __u64 sp, __u64 a0, __u64 a1,
+					  __u64 a2, __u64 a3, __u64 a4, __u64 a5)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
@@ -427,12 +459,23 @@ static __always_inline int call_enter(__u64 cookie, __u64 a0, __u64 a1, __u64 a2
 			return 0;
 		}
 	}
+	__u32 moves = 0;
+	if (cookie & DC_COOKIE_INSN) { /* a Go function's stack moves: no sp judgement */
+		__u32 probe = DC_COOKIE_PROBE(cookie);
+		struct dc_pinfo *pi = bpf_map_lookup_elem(&pinfo, &probe);
+		moves = pi && pi->moves;
+	}
+	if (sp && !moves) {
+		deep_over(st, sp);
+		dc_unwind(st, sp, DC_UW_ENTRY, 0);
+	}
 	__u32 d = st->depth;
 	if (d >= DC_MAX_DEPTH) {
 		count_stat(DC_STAT_DEEP);
 		st->depth = d + 1; /* keep counting so the returns pair up again */
 		return 1;
 	}
+	barrier_var(d); /* keep the mask below: the verifier needs it after dc_unwind */
 	struct dc_frame *f = &st->f[d & (DC_MAX_DEPTH - 1)];
 	f->cookie = cookie;
 	f->id = __sync_fetch_and_add(&p->next_id, 1);
@@ -450,10 +493,20 @@ static __always_inline int call_enter(__u64 cookie, __u64 a0, __u64 a1, __u64 a2
 		entry_reads(cookie, f);
 	else
 		f->aux_ok = 0;
+	f->sp = sp;
+	f->moves = moves;
 	st->depth = d + 1;
 	f->ts = bpf_ktime_get_ns();
 	return 1;
 }
+
+/* call_enter_at for a call whose stack pointer is not known (kernel-side probes). */
+static __always_inline int call_enter(__u64 cookie, __u64 a0, __u64 a1, __u64 a2,
+				       __u64 a3, __u64 a4, __u64 a5)
+{
+	return call_enter_at(cookie, 0, a0, a1, a2, a3, a4, a5);
+}
+
 
 /* Fills the common part of a call record from its frame. */
 static __always_inline void fill_call(struct dc_event *e, struct dc_frame *f, __u32 tgid,
@@ -480,10 +533,12 @@ static __always_inline void fill_call(struct dc_event *e, struct dc_frame *f, __
 		e->args[i] = f->args[i];
 }
 
-/* The thread tid of tgid is exiting: send the calls still open on its stack as
- * unfinished records (a process killed inside write(2) still shows that write), then
- * forget the stack. */
-static __always_inline void flush_stack(__u32 tgid, __u32 tid)
+/* The thread tid of tgid is exiting at user rsp sp (0: not known): send the calls still
+ * open on its stack as unfinished records (a process killed inside write(2) still shows
+ * that write), or as unwound when their entry rsp is below sp (an exception or longjmp
+ * left them before the exit: bpf/datacrumbs.h "Return instructions"), then forget the
+ * stack. */
+static __always_inline void flush_stack(__u32 tgid, __u32 tid, __u64 sp)
 {
 	struct dc_stack *st = bpf_map_lookup_elem(&stacks, &tid);
 	if (!st)
@@ -501,10 +556,69 @@ static __always_inline void flush_stack(__u32 tgid, __u32 tid)
 		}
 		fill_call(e, f, tgid, tid, d, d > 0 ? st->f[(d - 1) & (DC_MAX_DEPTH - 1)].id : 0,
 			  now, 0);
-		e->flags |= DC_F_UNFINISHED;
+		e->flags |= f->sp && !f->moves && f->sp < sp ? DC_F_UNWOUND : DC_F_UNFINISHED;
 		bpf_ringbuf_submit(e, 0);
 	}
 	bpf_map_delete_elem(&stacks, &tid);
+}
+
+/* A new call starts at user rsp sp where a call whose return the kernel hijacked (a
+ * session return or uretprobe) also started: is that older call over? It is alive only
+ * if it tail-called this one, and then the return address at sp is still the kernel's
+ * uretprobe trampoline (the start of the process's uprobe XOL area: kernel/events/
+ * uprobes.c uprobe_get_trampoline_vaddr; the kernel itself tells chained calls so, in
+ * prepare_uretprobe). Returns 1 when it is over. */
+static __always_inline int hijack_dead(__u64 sp)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	__u64 tramp = BPF_CORE_READ(t, mm, uprobes_state.xol_area, vaddr), ra = 0;
+	if (!tramp || bpf_probe_read_user(&ra, sizeof(ra), (const void *)sp))
+		return 0;
+	return ra != tramp;
+}
+
+/* Sends the frames on top of stack st (the current thread's) that a probe hit at user
+ * rsp sp shows over (mode: enum above; DC_UW_POP: all down to `keep` frames), each as a
+ * call left without a return (DC_F_UNWOUND: an exception or a longjmp went past it), dur
+ * up to now, no ret; profile mode sends nothing (not a call to count). Stops at the first
+ * live frame, a kernel-side frame (sp 0), a frame whose stack moves, or `keep` frames.
+ * A global function: the verifier checks it once, not at each caller's every path.
+ * Returns the number of frames popped. */
+__noinline int dc_unwind(struct dc_stack *st, __u64 sp, int mode, __u32 keep)
+{
+	if (!st)
+		return 0;
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	int n = 0;
+	for (int i = 0; i < DC_MAX_DEPTH; i++) {
+		__u32 d = st->depth;
+		if (d == 0 || d > DC_MAX_DEPTH || d <= keep)
+			break;
+		barrier_var(d); /* keep the masks: the verifier loses d's range otherwise */
+		struct dc_frame *f = &st->f[(d - 1) & (DC_MAX_DEPTH - 1)];
+		if (mode != DC_UW_POP) {
+			if (!f->sp || f->moves || f->sp > sp || (f->sp == sp && mode == DC_UW_RETURN))
+				break;
+			if (f->sp == sp && mode == DC_UW_ENTRY && !(f->cookie & DC_COOKIE_INSN) &&
+			    !hijack_dead(sp))
+				break; /* a tail call from a call whose return the kernel hijacked */
+		}
+		if (!profile_ns) {
+			struct dc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+			if (e) {
+				fill_call(e, f, tgid, tid, d - 1,
+					  d > 1 ? st->f[(d - 2) & (DC_MAX_DEPTH - 1)].id : 0, now, 0);
+				e->flags |= DC_F_UNWOUND;
+				bpf_ringbuf_submit(e, submit_flags(sizeof(*e)));
+			} else {
+				count_stat(DC_STAT_LOST);
+			}
+		}
+		st->depth = d - 1;
+		n++;
+	}
+	return n;
 }
 
 /* The probed call with this cookie returns `ret` on the current thread: pop its frame
@@ -530,7 +644,9 @@ static __always_inline void call_return(__u64 cookie, long ret)
 		return;
 	}
 	/* A frame whose probe differs was left by a call that never returned (longjmp,
-	 * exception): drop frames until this probe's own, up to the whole stack. */
+	 * exception): find this probe's own, up to the whole stack; those above it are
+	 * sent as unwound. */
+	__u32 top = d;
 	for (int i = 0; i < DC_MAX_DEPTH; i++) {
 		if (st->f[d & (DC_MAX_DEPTH - 1)].cookie == cookie || d == 0)
 			break;
@@ -541,6 +657,8 @@ static __always_inline void call_return(__u64 cookie, long ret)
 		count_stat(DC_STAT_UNPAIRED);
 		return;
 	}
+	if (top > d) /* the frames above this probe's own */
+		dc_unwind(st, 0, DC_UW_POP, d + 1);
 	__u64 parent = d > 0 ? st->f[(d - 1) & (DC_MAX_DEPTH - 1)].id : 0;
 	__u32 path = DC_COOKIE_PATH(cookie) - 1;
 	if (cookie >> 32)
@@ -564,11 +682,14 @@ static __always_inline void call_return(__u64 cookie, long ret)
 		long n = bpf_probe_read_user_str(sc->path, sizeof(sc->path),
 						 (const void *)f->args[path]);
 		struct dc_path_event *pe;
+		__u64 bytes;
 		if (n <= DC_PATH_SMALL) {
+			bytes = sizeof(pe->e) + DC_PATH_SMALL;
 			pe = bpf_ringbuf_reserve(&events, sizeof(pe->e) + DC_PATH_SMALL, 0);
 			if (pe)
 				bpf_probe_read_kernel(pe->path, DC_PATH_SMALL, sc->path);
 		} else {
+			bytes = sizeof(*pe);
 			pe = bpf_ringbuf_reserve(&events, sizeof(*pe), 0);
 			if (pe)
 				bpf_probe_read_kernel(pe->path, DC_PATH_MAX, sc->path);
@@ -583,7 +704,7 @@ static __always_inline void call_return(__u64 cookie, long ret)
 				  (pe->e.flags & DC_F_AUX ? (long)pe->e.aux : -1) : ret;
 			if ((cookie & DC_COOKIE_OPENS) && fd >= 0)
 				fd_inode(fd, &pe->e.ino, &pe->e.dev);
-			bpf_ringbuf_submit(pe, submit_flags());
+			bpf_ringbuf_submit(pe, submit_flags(bytes));
 		}
 	} else {
 		struct dc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -591,12 +712,60 @@ static __always_inline void call_return(__u64 cookie, long ret)
 			count_stat(DC_STAT_LOST);
 		} else {
 			fill_call(e, f, tgid, tid, d, parent, now, ret);
-			bpf_ringbuf_submit(e, submit_flags());
+			bpf_ringbuf_submit(e, submit_flags(sizeof(*e)));
 		}
 	}
 	st->depth = d;
 }
 
+
+/* A return site (cookie bit DC_COOKIE_RETSITE) of a return-instruction probe was hit:
+ * the `ret` of the call whose frame has the probe's cookie and entry rsp == sp is about
+ * to run, returning `ret` (rax). Frames above it shown dead by sp are sent as unwound
+ * first; then the call returns as at a uretprobe (call_return). No frame of this probe
+ * at this sp: an unpaired return (the entry was missed), the stack is left alone. */
+static __always_inline void call_retsite(__u64 cookie, __u64 sp, long ret)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	__u64 own = cookie & ~DC_COOKIE_RETSITE;
+	struct dc_stack *st = bpf_map_lookup_elem(&stacks, &tid);
+	if (!st || st->depth == 0) {
+		if (bpf_map_lookup_elem(&traced, &tgid))
+			count_stat(DC_STAT_UNPAIRED);
+		return;
+	}
+	deep_over(st, sp);
+	if (st->depth > DC_MAX_DEPTH) { /* a too-deep call returns */
+		st->depth--;
+		return;
+	}
+	struct dc_frame *top = &st->f[(st->depth - 1) & (DC_MAX_DEPTH - 1)];
+	if (!top->moves) { /* a moving stack (Go) is paired by probe alone */
+		dc_unwind(st, sp, DC_UW_RETURN, 0);
+		__u32 d = st->depth;
+		if (d == 0 || d > DC_MAX_DEPTH)
+			return;
+		top = &st->f[(d - 1) & (DC_MAX_DEPTH - 1)];
+		if (top->cookie != own || top->sp != sp) {
+			count_stat(DC_STAT_UNPAIRED);
+			return;
+		}
+	}
+	call_return(own, ret);
+}
+
+/* A catch point (DC_COOKIE_CATCH) was hit at user rsp sp: send the calls the caught
+ * exception unwound. Nothing else is recorded. */
+static __always_inline void call_caught(__u64 sp)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct dc_stack *st = bpf_map_lookup_elem(&stacks, &tid);
+	if (st) {
+		deep_over(st, sp);
+		dc_unwind(st, sp, DC_UW_CATCH, 0);
+	}
+}
 
 /* Sends a record made outside an entry/return pair (a kernel event), given its owner,
  * times, args and DC_F_* flags. Returns 0, or -1 when the ring buffer was full (counted as lost). */
@@ -634,7 +803,7 @@ static __always_inline int emit_record(__u64 cookie, __u32 tgid, __u32 tid, __u6
 	e->aux = 0;
 	for (int i = 0; i < DC_MAX_ARGS; i++)
 		e->args[i] = args[i];
-	bpf_ringbuf_submit(e, submit_flags());
+	bpf_ringbuf_submit(e, submit_flags(sizeof(*e)));
 	return 0;
 }
 

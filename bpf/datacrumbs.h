@@ -58,13 +58,23 @@ enum dc_kind {
  *                return (setjmp/longjmp family, noreturn exits, _start, __restore_rt: its
  *                return address is not a plain return), so no return probe exists for it;
  *                its entry sends one record at once, dur 0, flag DC_F_ENTRY, no ret
- *   bits 32..35  aux source: 1 + index of the argument the aux value is read through,
+ *   bit  31      return site (DC_COOKIE_RETSITE): this uprobe sits on a return instruction
+ *                (`ret`) of the probe the other bits describe, not on its entry; it runs
+ *                as an entry (no return of its own is asked): rax is the return value,
+ *                rsp the entry's (it points at the return address), so it pairs with the
+ *                frame its entry pushed ("Return instructions" below); with bit 30 too,
+ *                a catch point (DC_COOKIE_CATCH): the entry of the C++ runtime's
+ *                __cxa_begin_catch, called by the handler that caught an exception:
+ *                no record of its own, the frames the exception unwound are sent *   bits 32..35  aux source: 1 + index of the argument the aux value is read through,
  *                DC_AUX_RET: through the return value (a returned pointer); 0: none
  *   bit  36      the aux value is 8 bytes (else a 4-byte C int, sign-extended)
  *   bit  37      read the aux value when the call returns (an out-pointer argument)
  *   bit  38      the pointer is a glibc FILE *: its fd is valid only when its _flags (the
  *                first int) has _IO_IS_FILEBUF (0x2000, glibc libio/libio.h; a stream of
  *                open_memstream or fopencookie has no fd of its own)
+ *   bit  39      returns at return instructions (DC_COOKIE_INSN): the entry pushes its
+ *                frame but asks for no return (session entry returns 1; no uretprobe in
+ *                the fallback pair); the probe's return-site uprobes (bit 31) pop it
  *   bits 40..47  byte offset added to the pointer before reading the aux value
  *   bits 48..55  byte offset for the in-place read (bits 60..63)
  *   bits 56..59  1 + index of a short string argument: its first 7 bytes (and a NUL)
@@ -79,6 +89,9 @@ enum dc_kind {
 #define DC_COOKIE_SET (1ULL << 28) /* never 0: maps of cookies use 0 for "not traced" */
 #define DC_COOKIE_OPENS (1ULL << 29)
 #define DC_COOKIE_NORET (1ULL << 30)
+#define DC_COOKIE_RETSITE (1ULL << 31)
+#define DC_COOKIE_INSN    (1ULL << 39)
+#define DC_COOKIE_CATCH   (DC_COOKIE_NORET | DC_COOKIE_RETSITE)
 #define DC_COOKIE_PROBE(c)  ((unsigned int)((c) & 0xffff))
 #define DC_COOKIE_PATH(c)   ((unsigned int)(((c) >> 16) & 0xf))
 #define DC_COOKIE_IOV(c)    ((unsigned int)(((c) >> 20) & 0xf))
@@ -109,13 +122,39 @@ enum dc_kind {
  *                     return address, in this process only, and runs dc_session again
  *                     when it returns (a frame was pushed, or the too-deep counter rose)
  *   entry returns 1   no return: untraced processes, entry-only probes (cookie bit 30),
- *                     a thread whose stack found no room; nothing is left in the process
- *                     but the entry breakpoint (an int3 that the kernel steps over)
+ *                     a thread whose stack found no room, return-instruction probes
+ *                     (bit 39), return sites and catch points (bit 31); nothing is left
+ *                     in the process but the breakpoints (int3s the kernel steps over)
  *   return run        its return value is ignored (0)
  * The per-call session cookie (bpf_session_cookie()) is not used: the thread's stack in
  * the `stacks` map pairs entry and return, as with the uprobe/uretprobe pair, which is
  * used only where the kernel has no session uprobes (`datacrumbs features` says which,
  * and the risk: a uretprobe is installed in every process calling the function). */
+
+/* Return instructions (no return address hijack), for functions that callers may leave
+ * other than by a plain return: C++ (exceptions unwind through them), Go (its runtime
+ * walks and copies goroutine stacks, and a hijacked return address is "unexpected
+ * return pc"); chosen per function by core/retsite.c. The entry (cookie bit 39) pushes a
+ * frame with the user stack pointer at entry (rsp: the address of the return address)
+ * and asks for no return; each `ret` of the function has a plain uprobe (bit 31) whose
+ * hit pops it. Calls left without a return (an exception, a longjmp) are found by the
+ * stack pointer, as the kernel finds its own dead uretprobe instances
+ * (kernel/events/uprobes.c cleanup_return_instances): the stack grows down, so a frame
+ * whose entry rsp is below the current rsp belongs to a call that is over
+ *   at a return site  frames above the probe's own whose entry rsp is below this rsp are
+ *                     sent with DC_F_UNWOUND, then the probe's frame (same cookie, same
+ *                     rsp) returns; no such frame: an unpaired return
+ *   at an entry       frames whose entry rsp is below this rsp, or equal to it for a
+ *                     return-instruction frame (it has no tail call: core/retsite.c
+ *                     refuses those), are sent with DC_F_UNWOUND
+ *   at a catch point  (DC_COOKIE_CATCH) frames whose entry rsp is at or below this rsp:
+ *                     the handler calling __cxa_begin_catch is the thrown call's caller
+ *                     or further out, so an exception is written unwound when caught
+ *   at thread exit    frames whose entry rsp is below the exit's rsp are unwound, the
+ *                     others unfinished (DC_F_UNFINISHED)
+ * Frames of functions whose stack moves (Go: dc_pinfo.moves) skip these rules: their
+ * return site pops the innermost frame of the same probe, frames above it unwound.
+ * Kernel-side frames (syscalls, VFS) record rsp 0 and are never judged by it. */
 
 /* One ring buffer record. Calls with a path argument are followed in the same record by
  * path_len bytes of the string (NUL included): the record is then a struct dc_path_event
@@ -127,7 +166,8 @@ struct dc_event {
 	unsigned int tid;         /* thread id */
 	unsigned long long ts;    /* call entry (or record time), CLOCK_MONOTONIC ns */
 	unsigned long long dur;   /* call duration, ns */
-	unsigned long long id;    /* call id, unique per tgid, counts from 1 */
+	unsigned long long id;    /* call id, unique per tgid, counts from 1; a later process
+				     with the same pid goes on counting (pid reuse) */
 	unsigned long long parent;/* id of the enclosing probed call on this thread, 0: none */
 	unsigned int level;       /* nesting depth, 1 = outermost probed call on the thread */
 	unsigned int path_len;    /* bytes of path that follow, 0: none */
@@ -150,6 +190,10 @@ struct dc_event {
 #define DC_F_AUX        4   /* aux holds a value read (the read did not fault) */
 #define DC_F_ENTRY      8   /* an entry-only probe's record (DC_COOKIE_NORET): dur 0, ret
 			       meaningless (written without ret, with "entry_only": 1) */
+#define DC_F_UNWOUND    16  /* the call was left without a return (an exception or a
+			       longjmp unwound it), found when a later probe hit of the
+			       thread saw its frame dead: dur up to then, no ret (written
+			       with "unwound": 1); "Return instructions" above */
 
 struct dc_path_event {
 	struct dc_event e;
@@ -182,6 +226,8 @@ struct dc_pinfo {
 	unsigned char bytes, b1, b2; /* enum dc_pbytes and its argument indexes */
 	unsigned char hopen;   /* the call opens a handle: 1 the aux value (MPI_File_open's,
 				  when it returns 0), 2 the return value (opendir, non-NULL) */
+	unsigned char moves;   /* 1: the function runs on stacks that move (Go goroutines):
+				  its frames are paired by probe, not by stack pointer */
 };
 
 /* What names the file of an aggregate (dc_agg_key.kind). */

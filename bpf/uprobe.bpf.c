@@ -15,14 +15,22 @@ SEC("uprobe")
 int dc_entry(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
+	if ((cookie & DC_COOKIE_CATCH) == DC_COOKIE_CATCH) { /* a C++ handler caught */
+		call_caught(PT_REGS_SP(ctx));
+		return 0;
+	}
 	if (cookie & DC_COOKIE_NORET) { /* entry-only probe: no uretprobe is attached */
 		call_instant(cookie, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
 			     PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), PT_REGS_PARM6(ctx));
 		return 0;
 	}
-	call_enter(cookie, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx),
-		   PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx),
-		   PT_REGS_PARM6(ctx));
+	if (cookie & DC_COOKIE_RETSITE) { /* a return instruction of a probed function */
+		call_retsite(cookie, PT_REGS_SP(ctx), PT_REGS_RC(ctx));
+		return 0;
+	}
+	call_enter_at(cookie, PT_REGS_SP(ctx), PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx),
+		      PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx),
+		      PT_REGS_PARM6(ctx));
 	return 0;
 }
 
@@ -42,7 +50,8 @@ extern bool bpf_session_is_return(void) __ksym __weak;
  * type BPF_TRACE_UPROBE_SESSION (the loader sets it: libbpf 1.1 has no "uprobe.session").
  * At entry it returns 0 when the call's return must be seen, 1 when not (the process is
  * not traced): the kernel then hijacks no return address, so untraced processes run with
- * nothing but the entry breakpoint (bpf/datacrumbs.h, "Session uprobes"). */
+ * nothing but the entry breakpoint (bpf/datacrumbs.h, "Session uprobes"). Functions
+ * probed at their return instructions never ask for the return ("Return instructions"). */
 SEC("uprobe")
 int dc_session(struct pt_regs *ctx)
 {
@@ -51,13 +60,24 @@ int dc_session(struct pt_regs *ctx)
 		call_return(cookie, PT_REGS_RC(ctx));
 		return 0;
 	}
+	if ((cookie & DC_COOKIE_CATCH) == DC_COOKIE_CATCH) { /* a C++ handler caught */
+		call_caught(PT_REGS_SP(ctx));
+		return 1;
+	}
 	if (cookie & DC_COOKIE_NORET) {
 		call_instant(cookie, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
 			     PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), PT_REGS_PARM6(ctx));
 		return 1;
 	}
-	return call_enter(cookie, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
-			  PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), PT_REGS_PARM6(ctx)) ? 0 : 1;
+	if (cookie & DC_COOKIE_RETSITE) { /* a return instruction: seen without a hijack */
+		call_retsite(cookie, PT_REGS_SP(ctx), PT_REGS_RC(ctx));
+		return 1;
+	}
+	int pushed = call_enter_at(cookie, PT_REGS_SP(ctx), PT_REGS_PARM1(ctx),
+				   PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx),
+				   PT_REGS_PARM5(ctx), PT_REGS_PARM6(ctx));
+	/* return-instruction probes (bit 39): their return sites pop the frame */
+	return pushed && !(cookie & DC_COOKIE_INSN) ? 0 : 1;
 }
 
 /* Sends a process record (fork, exec, exit); path is the exec'd file name or NULL. The
@@ -95,6 +115,29 @@ static __always_inline void send_proc(__u32 kind, __u32 pid, __u32 tid, __u64 ar
 	bpf_ringbuf_submit(pe, 0);
 }
 
+/* The next call id of each tgid whose traced process has ended, so that a process that
+ * later gets the same pid (pid reuse: pid_max wraps) goes on counting from there: call
+ * ids stay unique per pid in the trace, and no p_idx can name a call of an earlier
+ * process. An LRU map: the oldest pids age out first (by then pid_max has wrapped many
+ * times over and their ids are long written). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u64);
+} ended_ids SEC(".maps");
+
+/* Stops tracing tgid, keeping its id counter for a later process of the same pid. */
+static __always_inline void untrace(__u32 tgid)
+{
+	struct dc_proc *p = bpf_map_lookup_elem(&traced, &tgid);
+	if (p) {
+		__u64 next = p->next_id;
+		bpf_map_update_elem(&ended_ids, &tgid, &next, BPF_ANY);
+	}
+	bpf_map_delete_elem(&traced, &tgid);
+}
+
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(dc_fork, struct task_struct *parent, struct task_struct *child)
 {
@@ -104,7 +147,9 @@ int BPF_PROG(dc_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	if (!bpf_map_lookup_elem(&traced, &ptgid))
 		return 0;
-	struct dc_proc fresh = { .next_id = 1 };
+	/* a pid traced before goes on with its ids (pid reuse: ended_ids) */
+	__u64 *next = bpf_map_lookup_elem(&ended_ids, &ctgid);
+	struct dc_proc fresh = { .next_id = next ? *next : 1 };
 	bpf_map_update_elem(&traced, &ctgid, &fresh, BPF_ANY);
 	send_proc(DC_EV_FORK, ctgid, ctgid, ptgid, 0);
 	return 0;
@@ -130,7 +175,7 @@ int BPF_PROG(dc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	send_proc(DC_EV_EXEC, tgid, BPF_CORE_READ(p, pid), secure,
 		  (const char *)BPF_CORE_READ(bprm, file, f_path.dentry, d_name.name));
 	if (secure)
-		bpf_map_delete_elem(&traced, &tgid);
+		untrace(tgid);
 	return 0;
 }
 
@@ -141,11 +186,14 @@ int BPF_PROG(dc_exit, struct task_struct *task)
 	__u32 tgid = BPF_CORE_READ(task, tgid), tid = BPF_CORE_READ(task, pid);
 	if (!bpf_map_lookup_elem(&traced, &tgid))
 		return 0;
-	flush_stack(tgid, tid);
+	/* the user rsp the thread exits at (exit_group(2), or where a signal killed it):
+	 * frames below it were left before, by an exception or a longjmp */
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	flush_stack(tgid, tid, regs ? BPF_CORE_READ(regs, sp) : 0);
 	/* signal->live reached 0: this was the last thread of the process */
 	if (BPF_CORE_READ(task, signal, live.counter) != 0)
 		return 0;
 	send_proc(DC_EV_EXIT, tgid, tid, BPF_CORE_READ(task, exit_code), 0);
-	bpf_map_delete_elem(&traced, &tgid);
+	untrace(tgid);
 	return 0;
 }

@@ -83,10 +83,24 @@ struct signal_struct {
 	atomic_t live;
 };
 
+/* the uprobe XOL area: its start is the uretprobe trampoline (kernel/events/uprobes.c) */
+struct xol_area {
+	unsigned long vaddr;
+};
+
+struct uprobes_state {
+	struct xol_area *xol_area;
+};
+
+struct mm_struct {
+	struct uprobes_state uprobes_state;
+};
+
 struct task_struct {
 	int exit_code;
 	pid_t pid;
 	pid_t tgid;
+	struct mm_struct *mm;
 	struct files_struct *files;
 	struct signal_struct *signal;
 };

@@ -14,8 +14,10 @@
 #include <bpf/libbpf.h>
 
 #include "dc_features.h"
+#include "elfsym.h"
 #include "kernel.skel.h"
 #include "kmech.h"
+#include "retsite.h"
 #include "vfs.skel.h"
 #include "syscall.skel.h"
 #include "uprobe.skel.h"
@@ -114,6 +116,22 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, uint64_t profile_ns, uint64_t p
 	return b;
 }
 
+int dc_bpf_traced(struct dc_bpf *b, int except, int *pids, int max)
+{
+	int fd = bpf_map__fd(b->skel->maps.traced), n = 0;
+	__u32 key, next, *prev = NULL;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		if ((int)next != except) {
+			if (n < max)
+				pids[n] = (int)next;
+			n++;
+		}
+		key = next;
+		prev = &key;
+	}
+	return errno == ENOENT ? n : -1;
+}
+
 int dc_bpf_trace_pid(struct dc_bpf *b, int tgid)
 {
 	struct dc_proc p = { .next_id = 1 };
@@ -121,25 +139,10 @@ int dc_bpf_trace_pid(struct dc_bpf *b, int tgid)
 	return bpf_map__update_elem(b->skel->maps.traced, &key, sizeof(key), &p, sizeof(p), BPF_ANY);
 }
 
-int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
-		     const struct dc_func *func, const char *library, uint64_t offset,
-		     int hidden)
+/* Appends a probe to the table (room checked by the caller). Returns its index. */
+static int new_probe(struct dc_bpf *b, const struct dc_layer *layer, const struct dc_func *func,
+		     const char *library, uint64_t offset, int hidden)
 {
-	for (unsigned i = 0; i < b->nprobes; i++) {
-		struct dc_probe *p = &b->probes[i];
-		if (p->offset != offset || strcmp(p->library, library))
-			continue;
-		if ((p->hidden && !hidden) || (p->func->noret && !func->noret && !hidden)) {
-			/* asked for after all: it names the events; or an alias whose return
-			 * is safe to probe (an exported name of a local label's address) */
-			p->hidden = 0;
-			p->func = func;
-			p->layer = layer;
-		}
-		return i;
-	}
-	if (b->nprobes == DC_MAX_PROBES)
-		return -1;
 	if (b->nprobes == b->cap) {
 		unsigned cap = b->cap ? b->cap * 2 : 64;
 		struct dc_probe *p = realloc(b->probes, cap * sizeof(*p));
@@ -154,19 +157,149 @@ int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
 		b->cap = cap;
 	}
 	struct dc_probe *p = &b->probes[b->nprobes];
+	memset(p, 0, sizeof(*p));
 	p->layer = layer;
 	p->func = func;
 	snprintf(p->library, sizeof(p->library), "%s", library);
 	p->offset = offset;
+	p->at = offset;
 	p->hidden = hidden;
 	p->mech = strcmp(library, "[syscall]") ? layer->mechanism : DC_MECH_SYSCALL;
 	p->mpi = DC_MPI_NONE;
+	p->returns = func->noret ? DC_RETURNS_NONE : DC_RETURNS_HIJACK;
 	for (int i = 0; i < func->nargs; i++)
 		if (func->args[i].kind == DC_ARG_DATATYPE || func->args[i].kind == DC_ARG_STATUS) {
 			struct dc_mpi_abi abi;
 			p->mpi = dc_mpi_abi(library, &abi);
 		}
 	return b->nprobes++;
+}
+
+/* The catch point of the C++ runtime that `library` (a C++ program or library) uses:
+ * a hidden entry probe on __cxa_begin_catch of the libstdc++ it loads (or is), added
+ * once per libstdc++, so that a call an exception left is written unwound when the
+ * exception is caught, not only at the thread's next probe hit. Nothing when there is
+ * no libstdc++ (a warning-free no-op: the next hit still finds the call). */
+static void add_catcher(struct dc_bpf *b, const struct dc_layer *layer, const char *library)
+{
+	static const struct dc_func catch_func = { .name = "__cxa_begin_catch", .noret = 1 };
+	char lib[512], err[256];
+	const char *base = strrchr(library, '/');
+	base = base ? base + 1 : library;
+	if (!strncmp(base, "libstdc++.so", 12))
+		snprintf(lib, sizeof(lib), "%s", library);
+	else if (dc_elf_find_library(library, "libstdc++.so", lib, sizeof(lib), err,
+				     sizeof(err)))
+		return;
+	for (unsigned i = 0; i < b->nprobes; i++)
+		if (b->probes[i].catcher && !strcmp(b->probes[i].library, lib))
+			return;
+	struct dc_elf_syms *syms = dc_elf_syms_open(lib, err, sizeof(err));
+	uint64_t off = syms ? dc_elf_sym_offset(syms, catch_func.name) : 0;
+	dc_elf_syms_close(syms);
+	if (!off || b->nprobes + 1 > DC_MAX_PROBES)
+		return;
+	/* a script's own probe on __cxa_begin_catch pushes a frame at the rsp the catch
+	 * point sees, which would take it for a dead one: then there is no catch point */
+	for (unsigned i = 0; i < b->nprobes; i++)
+		if (!b->probes[i].site_of && b->probes[i].offset == off &&
+		    !strcmp(b->probes[i].library, lib))
+			return;
+	int c = new_probe(b, layer, &catch_func, lib, off, 1);
+	if (c >= 0)
+		b->probes[c].catcher = 1;
+}
+
+int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
+		     const struct dc_func *func, const char *library, uint64_t offset,
+		     int hidden)
+{
+	for (unsigned i = 0; i < b->nprobes; i++) {
+		struct dc_probe *p = &b->probes[i];
+		if (p->catcher == 1 && p->offset == offset && !strcmp(p->library, library))
+			p->catcher = 2; /* a probe of the script's own at the catch point */
+		if (p->site_of || p->catcher || p->offset != offset || strcmp(p->library, library))
+			continue;
+		if ((p->hidden && !hidden) || (p->func->noret && !func->noret && !hidden)) {
+			/* asked for after all: it names the events; or an alias whose return
+			 * is safe to probe (an exported name of a local label's address) */
+			if (p->func->noret && !func->noret && p->returns == DC_RETURNS_NONE &&
+			    !p->fellback)
+				p->returns = DC_RETURNS_HIJACK;
+			p->hidden = 0;
+			p->func = func;
+			p->layer = layer;
+		}
+		return i;
+	}
+	struct dc_retplan plan = { .mode = func->noret ? DC_RETURNS_NONE : DC_RETURNS_HIJACK,
+				   .entry = offset };
+	if (layer->mechanism == DC_MECH_UPROBE && strcmp(library, "[syscall]"))
+		dc_retsite_plan(library, func->symbol[0] ? func->symbol : func->name, offset,
+				func->returns, func->noret, layer->custom, &plan);
+	if (b->nprobes + plan.nsites + 1 > DC_MAX_PROBES)
+		return -1;
+	/* the return sites first: attached before the entry, so no call that enters is
+	 * left without them */
+	unsigned owner = b->nprobes + plan.nsites;
+	for (unsigned k = 0; k < plan.nsites; k++) {
+		int s = new_probe(b, layer, func, library, plan.sites[k], hidden);
+		if (s < 0)
+			return -1;
+		b->probes[s].site_of = owner + 1;
+		b->probes[s].at = plan.sites[k];
+		b->probes[s].returns = DC_RETURNS_INSN;
+		b->probes[s].go = plan.go;
+	}
+	int i = new_probe(b, layer, func, library, offset, hidden);
+	if (i < 0)
+		return -1;
+	struct dc_probe *p = &b->probes[i];
+	p->returns = plan.mode;
+	p->fellback = plan.mode == DC_RETURNS_NONE && !func->noret &&
+		      func->returns != DC_RETURNS_NONE;
+	p->go = plan.go;
+	p->at = plan.entry;
+	snprintf(p->why, sizeof(p->why), "%.95s", plan.why);
+	if (plan.mode == DC_RETURNS_INSN && !plan.go)
+		add_catcher(b, layer, library);
+	return i;
+}
+
+/* Is probe p entry-only (no return is seen: dc_noret_name, returns none, or return
+ * instructions that cannot be used)? */
+static int entry_only(const struct dc_probe *p)
+{
+	return p->func->noret || p->returns == DC_RETURNS_NONE;
+}
+
+/* Does probe p need a return probe of the kernel's (a session return or uretprobe)? */
+static int hijacks(const struct dc_probe *p)
+{
+	return !p->site_of && !entry_only(p) && p->returns != DC_RETURNS_INSN;
+}
+
+/* One warning per library for its functions whose return instructions cannot be used
+ * (entry-only instead): the first three with their reasons, and how many. */
+static void fallback_report(struct dc_bpf *b, unsigned from, unsigned to)
+{
+	char list[400];
+	size_t k = 0;
+	unsigned n = 0;
+	for (unsigned i = from; i < to; i++) {
+		const struct dc_probe *p = &b->probes[i];
+		if (!p->fellback || p->hidden)
+			continue;
+		if (n++ < 3 && k < sizeof(list))
+			k += snprintf(list + k, sizeof(list) - k, "%s%s (%s)", n > 1 ? ", " : "",
+				      p->func->name, p->why);
+	}
+	if (n)
+		fprintf(stderr, "datacrumbs: warning: %s: %u function%s cannot be probed at "
+			"%s return instructions, so %s entry-only (events with dur 0, no ret): "
+			"%s%s\n", b->probes[from].library, n, n > 1 ? "s" : "",
+			n > 1 ? "their" : "its", n > 1 ? "they are" : "it is", list,
+			n > 3 ? ", ..." : "");
 }
 
 /* The attach cookie of probe idx: its index and which arguments need reading in BPF
@@ -218,8 +351,14 @@ static uint64_t cookie_of(const struct dc_probe *p, unsigned idx)
 	if (p->func->effect == DC_FX_FOPEN) /* the fd inside the FILE * it returns */
 		more = (more & ~DC_COOKIE_AUX(0xf, 1, 1, 0xff)) |
 		       DC_COOKIE_AUX(DC_AUX_RET, 0, 0, offsetof(FILE, _fileno)) | DC_COOKIE_FILE;
-	if (p->func->noret)
+	if (entry_only(p))
 		more |= DC_COOKIE_NORET;
+	if (p->returns == DC_RETURNS_INSN && !entry_only(p)) /* a return site: its owner's */
+		more |= DC_COOKIE_INSN | (p->site_of ? DC_COOKIE_RETSITE : 0);
+	if (p->site_of)
+		idx = p->site_of - 1;
+	if (p->catcher)
+		more |= DC_COOKIE_CATCH;
 	return DC_COOKIE(idx, path, iov, iovcnt) | more |
 	       (p->func->effect == DC_FX_OPEN || p->func->effect == DC_FX_FOPEN ?
 		DC_COOKIE_OPENS : 0);
@@ -284,7 +423,7 @@ static unsigned skip_evex(struct dc_bpf *b, unsigned from, unsigned to, unsigned
 	const char *names[5];
 	unsigned n = 0;
 	for (unsigned i = from; i < to; i++) {
-		bad[i - from] = evex_first(b->probes[i].library, b->probes[i].offset);
+		bad[i - from] = evex_first(b->probes[i].library, b->probes[i].at);
 		if (bad[i - from] && n < 5)
 			names[n] = b->probes[i].func->name;
 		n += bad[i - from];
@@ -336,7 +475,7 @@ static unsigned link_split(struct dc_bpf *b, int kind, const char *lib, const un
 		return 0;
 	}
 	for (unsigned i = 0; i < n; i++) {
-		offs[i] = b->probes[idx[i]].offset;
+		offs[i] = b->probes[idx[i]].at;
 		cookies[i] = cookie_of(&b->probes[idx[i]], idx[i]);
 	}
 	int fd = kind == LK_SESSION ?
@@ -398,33 +537,38 @@ static unsigned attach_multi(struct dc_bpf *b, unsigned from, unsigned to)
 	skip_evex(b, from, to, evex);
 	unsigned c = 0;
 	for (unsigned i = 0; i < cnt; i++) {
-		if (evex[i])
+		if (evex[i] || b->probes[from + i].catcher == 2)
 			continue;
 		idx[c] = from + i;
 		ok[c++] = 1;
 	}
+	fallback_report(b, from, to);
 	if (b->session) {
 		n = link_groups(b, LK_SESSION, lib, idx, c, ok, &sk);
 	} else {
 		/* the returns of the probes that have one, then the entries of those linked */
 		unsigned m = 0;
 		for (unsigned i = 0; i < cnt; i++)
-			if (!evex[i] && !b->probes[from + i].func->noret)
+			if (!evex[i] && hijacks(&b->probes[from + i]) &&
+			    b->probes[from + i].catcher != 2)
 				idx[m++] = from + i;
 		memset(rok, 1, cnt);
 		link_groups(b, LK_RETURN, lib, idx, m, rok, &sk);
 		unsigned k = 0;
 		for (unsigned i = 0, j = 0; i < cnt; i++) {
-			if (evex[i])
+			if (evex[i] || b->probes[from + i].catcher == 2)
 				continue;
-			int has_ret = !b->probes[from + i].func->noret;
+			int has_ret = hijacks(&b->probes[from + i]);
 			int linked = !has_ret || rok[j];
 			j += has_ret;
 			if (linked)
 				idx[k++] = from + i;
 		}
 		n = link_groups(b, LK_ENTRY, lib, idx, k, ok, &sk);
+		c = k;
 	}
+	for (unsigned q = 0; q < c; q++) /* functions count, not return sites, catch points */
+		n -= ok[q] && (b->probes[idx[q]].site_of || b->probes[idx[q]].catcher);
 	skip_report(&sk, lib, cnt);
 out:
 	free(idx);
@@ -699,6 +843,7 @@ static struct dc_pinfo pinfo_of(const struct dc_probe *p)
 	struct dc_pinfo pi = { 0 };
 	int ino = -1, dev = -1;
 	pi.record = f->effect != DC_FX_NONE;
+	pi.moves = p->go;
 	pi.hopen = f->effect == DC_FX_HOPEN ? 1
 		 : f->effect == DC_FX_OPENDIR || f->effect == DC_FX_FDOPENDIR ? 2 : 0;
 	for (int i = 0; i < f->nargs; i++) {
@@ -783,17 +928,23 @@ static unsigned attach_uprobe_pairs(struct dc_bpf *b)
 			memset(&sk, 0, sizeof(sk));
 			of = 0;
 		}
+		if (!lastlib || strcmp(p->library, lastlib)) {
+			unsigned j = i + 1;
+			while (j < b->nprobes && !strcmp(b->probes[j].library, p->library))
+				j++;
+			fallback_report(b, i, j);
+		}
 		lastlib = p->library;
 		of++;
 		unsigned char bad;
-		if (skip_evex(b, i, i + 1, &bad))
+		if (p->catcher == 2 || skip_evex(b, i, i + 1, &bad))
 			continue;
 		LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie_of(p, i));
 		o.retprobe = true; /* the return first, as in attach_multi */
-		if (!p->func->noret) {
+		if (hijacks(p)) {
 			b->links[2 * i + 1] = bpf_program__attach_uprobe_opts(b->skel->progs.dc_return,
 									       -1, p->library,
-									       p->offset, &o);
+									       p->at, &o);
 			if (!b->links[2 * i + 1]) {
 				skip_add(&sk, p->func->name, errno);
 				continue;
@@ -801,14 +952,14 @@ static unsigned attach_uprobe_pairs(struct dc_bpf *b)
 		}
 		o.retprobe = false;
 		b->links[2 * i] = bpf_program__attach_uprobe_opts(b->skel->progs.dc_entry, -1,
-								   p->library, p->offset, &o);
+								   p->library, p->at, &o);
 		if (!b->links[2 * i]) {
 			skip_add(&sk, p->func->name, errno);
 			bpf_link__destroy(b->links[2 * i + 1]);
 			b->links[2 * i + 1] = NULL;
 			continue;
 		}
-		ok++;
+		ok += !p->site_of && !p->catcher; /* functions count, not their return sites */
 	}
 	if (lastlib)
 		skip_report(&sk, lastlib, of);

@@ -19,6 +19,19 @@ struct dc_probe {
 				   DC_MECH_SYSCALL for a uprobe layer's function served by its
 				   system call (library "[syscall]", offset the number) */
 	int mpi;             /* enum dc_mpi_flavor of the library, for MPI datatype/status args */
+	int returns;         /* how its returns are seen, enum dc_returns (core/retsite.h):
+				HIJACK, INSN (return-site probes) or NONE (entry-only) */
+	int fellback;        /* returns INSN was chosen or asked, but cannot be: NONE */
+	int go;              /* a Go binary's function: its stack moves (dc_pinfo.moves) */
+	int catcher;         /* 1: the catch point of a C++ runtime (__cxa_begin_catch of
+				the libstdc++ a C++ probe's file loads): its hits send the calls
+				a caught exception unwound (bpf/datacrumbs.h DC_COOKIE_CATCH);
+				2: one given up (a script probes __cxa_begin_catch itself) */
+	unsigned site_of;    /* a return site (a `ret` of a function): 1 + its probe's index;
+				0 for a function's entry */
+	uint64_t at;         /* file offset the uprobe sits at: offset, a Go function's past
+				its stack check, or a return site's */
+	char why[96];        /* why `returns` is what it is (core/retsite.c) */
 };
 
 struct dc_bpf;
@@ -33,6 +46,11 @@ struct dc_bpf;
 struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, uint64_t profile_ns, uint64_t profile_t0,
 			   int untrace_secureexec, char *err, size_t errlen);
 
+/* The traced processes (tgids in the `traced` map) other than `except`: their number, the
+ * first `max` of them in pids[] (may be NULL with max 0). Returns -1 with errno when the
+ * map cannot be read. */
+int dc_bpf_traced(struct dc_bpf *b, int except, int *pids, int max);
+
 /* Marks tgid as traced: its calls are recorded and its future children are followed.
  * Returns 0, or -1 with errno. */
 int dc_bpf_trace_pid(struct dc_bpf *b, int tgid);
@@ -40,8 +58,11 @@ int dc_bpf_trace_pid(struct dc_bpf *b, int tgid);
 /* Adds a probe for func of layer at `offset` in `library` to the probe table, unless
  * that (library, offset) already has one (glibc aliases: read/__read share an address;
  * the first added names the events). hidden=1: the calls only update the fd tables (a
- * later non-hidden add of the same address makes it visible). Returns the probe index,
- * or -1 when the table is full (65536 probes). */
+ * later non-hidden add of the same address makes it visible). A user-space function's
+ * returns are planned here (core/retsite.c dc_retsite_plan: C++ and Go functions are
+ * seen at their return instructions, which get probes of their own, entered in the
+ * table before the function's). Returns the probe index, or -1 when the table is full
+ * (65536 probes). */
 int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
 		     const struct dc_func *func, const char *library, uint64_t offset,
 		     int hidden);
@@ -57,7 +78,8 @@ int dc_bpf_kfunc(const char *name);
 
 /* Attaches every probe added and not yet attached: session uprobes where the kernel has
  * them (Linux 6.13+, checked at dc_bpf_open: no return probe in untraced processes), else
- * a uprobe and a uretprobe each (entry only for func->noret). Functions the kernel refuses
+ * a uprobe and a uretprobe each (entry only for func->noret; no return probe at all for
+ * functions seen at their return instructions). Functions the kernel refuses
  * (ENOTSUPP 524 for instructions uprobes cannot step over, EINVAL) are skipped with one
  * warning per library on stderr naming the first five, the count and the reason; with
  * uprobe_multi links the refused offsets are found exactly by splitting the links' groups

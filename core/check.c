@@ -14,6 +14,7 @@
 #include "kmech.h"
 #include "lua_api.h"
 #include "resolve.h"
+#include "retsite.h"
 
 static const char check_help[] =
 "usage: datacrumbs check SCRIPT [SCRIPT-ARGS] [-- CMD [ARGS...]]\n"
@@ -41,6 +42,8 @@ struct cprobe {
 	uint64_t offset;
 	const char *cat;        /* the layer's name */
 	int visible;
+	const char *name;       /* the function (uprobe layers) */
+	struct dc_retplan plan; /* how its returns are seen (core/retsite.c), uprobe layers */
 };
 
 struct check {
@@ -64,6 +67,7 @@ static int add(struct check *c, const char *cat, const char *where, uint64_t off
 		c->cap = cap;
 	}
 	struct cprobe *p = &c->v[c->n++];
+	memset(p, 0, sizeof(*p));
 	snprintf(p->where, sizeof(p->where), "%s", where);
 	p->offset = off;
 	p->cat = cat;
@@ -92,10 +96,40 @@ static int check_kfuncs(struct check *c, const struct dc_probe_req *r)
 	return 0;
 }
 
-/* dc_resolve_fn: counts one resolved function. */
+/* dc_resolve_fn: counts one resolved function, and plans its returns as a run would. */
 static int add_resolved(const struct dc_resolved *p, void *arg)
 {
-	return add(arg, p->layer->name, p->where, p->offset, p->hidden) ? 1 : 0;
+	struct check *c = arg;
+	int n = c->n;
+	if (add(c, p->layer->name, p->where, p->offset, p->hidden))
+		return 1;
+	if (c->n > n && p->layer->mechanism == DC_MECH_UPROBE) {
+		const struct dc_func *f = p->func;
+		c->v[n].name = f->name;
+		dc_retsite_plan(p->where, f->symbol[0] ? f->symbol : f->name, p->offset,
+				f->returns, f->noret, p->layer->custom, &c->v[n].plan);
+	}
+	return 0;
+}
+
+/* One line per visible function whose returns are not the kernel's hijacked return
+ * address: seen at its return instructions, or entry-only, and why (core/retsite.c). */
+static void returns_lines(const struct check *c)
+{
+	for (int i = 0; i < c->n; i++) {
+		const struct cprobe *p = &c->v[i];
+		if (!p->visible || !p->name || p->plan.mode == DC_RETURNS_HIJACK ||
+		    p->plan.mode == DC_RETURNS_AUTO)
+			continue;
+		const char *f = strrchr(p->where, '/');
+		if (p->plan.mode == DC_RETURNS_INSN)
+			printf("  %s (%s): returns seen at its %u return instruction%s (%s)\n",
+			       p->name, f ? f + 1 : p->where, p->plan.nsites,
+			       p->plan.nsites == 1 ? "" : "s", p->plan.why);
+		else
+			printf("  %s (%s): entry-only (%s)\n", p->name, f ? f + 1 : p->where,
+			       p->plan.why);
+	}
 }
 
 /* What the summary calls a probe's place: a library's file name, or the mechanism. */
@@ -257,6 +291,7 @@ static int check_requests(struct check *c, struct dc_script *s, const char *scri
 	}
 	const char *base = strrchr(script, '/');
 	summary(c, nlayers, base ? base + 1 : script);
+	returns_lines(c);
 	return 0;
 }
 

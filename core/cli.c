@@ -67,6 +67,8 @@ static const char run_help[] =
 "      --interval TIME      profile mode's interval, e.g. 1s, 250ms (a number alone is\n"
 "                           seconds; default 1s, from 10ms to 1 day); a call counts\n"
 "                           in the interval it ends in\n"
+"      --end-with-cmd       end the run when CMD exits (default: when every process\n"
+"                           it started has, as strace -f: a daemonized child too)\n"
 "      --force              replace an existing trace file (only a regular file of\n"
 "                           yours); without it an existing name is never overwritten\n"
 "      --group-readable     create the trace with mode 0640 (default 0600: it holds\n"
@@ -189,6 +191,8 @@ int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
 						   "(e.g. 1s, 250ms), got '%s'", v ? v : "");
 		} else if (IS("--force") && !eq) {
 			o->force = 1;
+		} else if (IS("--end-with-cmd") && !eq) {
+			o->end_with_cmd = 1;
 		} else if (IS("--group-readable") && !eq) {
 			o->group_readable = 1;
 		} else if (IS("--unsafe") && !eq) {

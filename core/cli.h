@@ -19,6 +19,8 @@ struct dc_opts {
 	unsigned long long interval_ns; /* --interval, ns; 0: as the script says (1 s) */
 	int script_help;          /* SCRIPT --help: the script shows its options, nothing runs */
 	int force;                /* --force: replace an existing trace file of the user's */
+	int end_with_cmd;         /* --end-with-cmd: the run ends when CMD exits, not when the
+				     last traced process does */
 	int group_readable;       /* --group-readable: trace mode 0640 (default 0600) */
 	const char *user;         /* -u USER: run CMD as USER (root only), NULL: as we are */
 	int unsafe;               /* --unsafe: the script may start programs, load C code */

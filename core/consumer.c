@@ -250,13 +250,14 @@ static void apply_effect(struct dc_consumer *c, struct dc_proc_files *pf,
 }
 
 /* The bytes a record counts in aggregates: its `count` arg (bytes asked; for kernel
- * tracepoint events, `size`), as BPF computes them in profile mode (core/attach.c
- * pinfo_of). -1: none. */
+ * tracepoint events, the last of `count` and `size`), as BPF computes them in profile
+ * mode (core/attach.c pinfo_of). -1: none. */
 static int64_t record_bytes(const struct dc_record *r, const struct dc_probe *pr)
 {
-	const char *key = pr->mech == DC_MECH_TRACEPOINT ? "size" : "count";
+	int tp = pr->mech == DC_MECH_TRACEPOINT;
 	for (int i = r->nargs - 1; i >= 0; i--)
-		if (!r->args[i].is_str && !strcmp(r->args[i].key, key))
+		if (!r->args[i].is_str && (!strcmp(r->args[i].key, "count") ||
+					   (tp && !strcmp(r->args[i].key, "size"))))
 			return r->args[i].i;
 	return -1;
 }
@@ -273,7 +274,7 @@ static void record_count(struct dc_record *r, const struct dc_probe *pr,
 		if (size >= 0 && nmemb >= 0)
 			dc_rec_int(r, "count", size * nmemb);
 	} else if ((rule->bytes == DC_PB_MUL32 || rule->bytes == DC_PB_MPICH) &&
-		   !(e->flags & DC_F_UNFINISHED)) {
+		   !(e->flags & (DC_F_UNFINISHED | DC_F_UNWOUND))) {
 		int64_t elems = (int)e->args[rule->b1];
 		int64_t tsize = dc_mpi_type_size(pr->mpi, e->args[rule->b2]);
 		if (elems >= 0 && tsize >= 0)
@@ -375,7 +376,7 @@ static void record_args(struct dc_consumer *c, struct dc_record *r, const struct
 			break;
 		case DC_ARG_STR: { /* BPF put the string's first bytes in place of the pointer,
 				     when the call returned */
-			if (e->flags & DC_F_UNFINISHED)
+			if (e->flags & (DC_F_UNFINISHED | DC_F_UNWOUND))
 				break;
 			char s8[sizeof(v) + 1] = { 0 };
 			memcpy(s8, &v, sizeof(v));
@@ -427,18 +428,24 @@ static int64_t record_ret(struct dc_record *r, const struct dc_probe *pr,
 	const struct dc_func *f = pr->func;
 	int64_t ret = f->ret_kind == DC_RET_INT || f->ret_kind == DC_RET_ERRCODE ?
 		      (int)e->ret : e->ret;
-	if (pr->mech == DC_MECH_TRACEPOINT) {
+	/* a tracepoint function with `ret: long` is an operation with a result (the AIO
+	 * layer's: bytes moved or -errno, bpf/datacrumbs.h "Async I/O") */
+	int kres = pr->mech == DC_MECH_TRACEPOINT && f->ret_kind == DC_RET_LONG;
+	if (pr->mech == DC_MECH_TRACEPOINT && (e->flags & DC_F_ASYNC))
+		dc_rec_int(r, "async", 1);
+	if (pr->mech == DC_MECH_TRACEPOINT && !kres) {
 		/* a kernel event, not a call: no return value */
-		if (e->flags & DC_F_ASYNC)
-			dc_rec_int(r, "async", 1);
 	} else if (e->flags & DC_F_ENTRY) {
 		/* an entry-only probe (its return is not safe to probe): no ret, dur 0 */
 		dc_rec_int(r, "entry_only", 1);
+	} else if (e->flags & DC_F_UNWOUND) {
+		/* left without a return: an exception or a longjmp went past it */
+		dc_rec_int(r, "unwound", 1);
 	} else if ((e->flags & DC_F_UNFINISHED) || restarted(pr, ret)) {
 		/* the thread exited inside the call, or a signal interrupted the system call */
 		dc_rec_int(r, "unfinished", 1);
-	} else if ((pr->mech == DC_MECH_SYSCALL ||
-		    pr->mech == DC_MECH_KERNEL) && ret < 0 && ret >= -4095) {
+	} else if ((pr->mech == DC_MECH_SYSCALL || pr->mech == DC_MECH_KERNEL || kres) &&
+		   ret < 0 && ret >= -4095) {
 		/* the kernel returns -errno; the contract writes ret -1 and errno (syscall(2)) */
 		dc_rec_int(r, "ret", -1);
 		dc_rec_int(r, "errno", -ret);
@@ -466,9 +473,10 @@ static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
 		r->path = dc_files_fd_at(pf, d->fd, e->ts);
 	} else if (d->has_handle) {
 		r->path = dc_files_dir(pf, d->handle);
-	} else if (d->inoi >= 0 && d->devi >= 0) {
-		r->path = dc_files_inode(e->args[d->devi], e->args[d->inoi]);
 	}
+	if (!r->path && d->inoi >= 0 && d->devi >= 0) /* also an fd of no known file: an io_uring
+							fixed file's slot (-1) */
+		r->path = dc_files_inode(e->args[d->devi], e->args[d->inoi]);
 	if (r->path) { /* the fd table may change below: keep our own copy */
 		const char *k = dc_rec_keep(r, r->path, strlen(r->path));
 		r->path = k;
@@ -519,7 +527,8 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 	record_args(c, r, pr, e, &d);
 	int64_t ret = record_ret(r, pr, e);
 	record_path(c, pf, r, e, epath, &d);
-	int finished = !(e->flags & (DC_F_UNFINISHED | DC_F_ENTRY)) && !restarted(pr, ret);
+	int finished = !(e->flags & (DC_F_UNFINISHED | DC_F_ENTRY | DC_F_UNWOUND)) &&
+		       !restarted(pr, ret);
 	if (f->effect != DC_FX_NONE && finished && call_ok(f, ret))
 		apply_effect(c, pf, f, e, ret, r->path, &d);
 	if (pr->hidden)

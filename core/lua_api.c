@@ -20,6 +20,7 @@
 #include <luv/luv.h>
 
 #include "paths.h"
+#include "retsite.h"
 #include "trust.h"
 #include "util.h"
 
@@ -385,7 +386,9 @@ static int l_probe(lua_State *L)
  *           args = { "int step", "path name", ... } (KIND NAME, as in docs/probes.md,
  *                  the same for every function matched),
  *           ret = "int" | "long" | "pointer" | "errcode" | "void" (default "long"),
- *           layer = "APP" (the events' cat) }
+ *           layer = "APP" (the events' cat),
+ *           returns = "auto" | "hijack" | "instructions" | "none" (how the calls' returns
+ *                  are seen, core/retsite.h; default auto: per function) }
  * The globs are matched against the file's symbols once the run starts; a glob that
  * matches nothing gets a warning. Errors (caller's file:line): a bad arg, kind or ret.
  * Long on purpose: the table's fields are checked in the order the reference gives them,
@@ -397,7 +400,8 @@ static int l_uprobe(lua_State *L)
 	if (s->started)
 		return luaL_error(L, "uprobe: call it at the script's top level");
 	luaL_checktype(L, 1, LUA_TTABLE);
-	static const char *const known[] = { "functions", "file", "args", "ret", "layer", NULL };
+	static const char *const known[] = { "functions", "file", "args", "ret", "layer",
+					     "returns", NULL };
 	check_fields(L, 1, "uprobe", known);
 	lua_getfield(L, 1, "layer");
 	const char *lname = luaL_optstring(L, -1, "APP");
@@ -433,6 +437,12 @@ static int l_uprobe(lua_State *L)
 	if (rk < 0)
 		return luaL_error(L, "uprobe: unknown ret '%s' (" DC_RET_NAMES ")", ret);
 	l->tmpl.ret_kind = rk;
+	lua_pop(L, 1);
+	lua_getfield(L, 1, "returns"); /* how returns are seen: core/retsite.h */
+	const char *rs = luaL_optstring(L, -1, "auto");
+	if ((l->tmpl.returns = dc_returns_parse(rs)) < 0)
+		return luaL_error(L, "uprobe: unknown returns '%s' (auto, hijack, instructions "
+				  "or none)", rs);
 	lua_pop(L, 1);
 	lua_getfield(L, 1, "args");
 	if (!lua_isnil(L, -1)) {
@@ -1244,6 +1254,26 @@ const struct dc_probe_req *dc_script_reqs(struct dc_script *s, int *n)
 	return s->reqs;
 }
 
+/* Does a function request r asks for take a DIR * (readdir)? Only then are the hidden
+ * DIR-stream functions (opendir, fdopendir, closedir) needed: their uprobes would trap in
+ * every process calling them for nothing (the fds they open and close are seen by their
+ * system calls). */
+static int asks_dirs(const struct dc_probe_req *r)
+{
+	for (int k = 0; k < r->nfuncs; k++) {
+		const struct dc_func *f = dc_layer_func(r->layer, r->funcs[k]);
+		for (int a = 0; f && a < f->nargs; a++)
+			if (f->args[a].kind == DC_ARG_DIR)
+				return 1;
+	}
+	return 0;
+}
+
+static int dir_effect(enum dc_effect fx)
+{
+	return fx == DC_FX_OPENDIR || fx == DC_FX_FDOPENDIR || fx == DC_FX_CLOSEDIR;
+}
+
 const struct dc_func *dc_req_next(struct dc_req_iter *it, int *hidden)
 {
 	const struct dc_probe_req *r = it->r;
@@ -1261,7 +1291,9 @@ const struct dc_func *dc_req_next(struct dc_req_iter *it, int *hidden)
 			? dc_layer_func(l, r->funcs[it->k]) : &l->funcs[it->k];
 		it->k++;
 		*hidden = it->pass == 1;
-		if (!*hidden || f->effect != DC_FX_NONE)
+		if (!*hidden)
+			return f;
+		if (f->effect != DC_FX_NONE && (!dir_effect(f->effect) || asks_dirs(r)))
 			return f;
 	}
 }

@@ -64,7 +64,8 @@ const struct dc_probe_req *dc_script_reqs(struct dc_script *s, int *n);
 
 /* Walks the functions probe request r attaches: the asked ones (all of the layer's when it
  * names none), then, hidden, the layer's other functions that change fds or the cwd, so
- * paths stay right whatever subset a script asks for. Start with { .r = r }. */
+ * paths stay right whatever subset a script asks for (the DIR-stream ones, opendir and
+ * closedir, only when an asked function takes a DIR *). Start with { .r = r }. */
 struct dc_req_iter {
 	const struct dc_probe_req *r;
 	int pass, k;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "retsite.h"
 #include "syscalls.h"
 
 #define FILE_MAX (16 << 20)     /* a description larger than this is surely a mistake */
@@ -233,11 +234,11 @@ int dc_arg_parse(const char *text, struct dc_arg *a, char *err, size_t errlen)
 		return -1;
 	}
 	static const char *const reserved[] = { "hhash", "fhash", "level", "p_idx", "ret", "errno",
-						"unfinished", NULL };
+						"unfinished", "unwound", NULL };
 	for (int r = 0; reserved[r]; r++)
 		if (!strcmp(name, reserved[r])) {
 			snprintf(err, errlen, "argument name '%s' is the tracer's own (reserved: "
-				 "hhash, fhash, level, p_idx, ret, errno, unfinished)", name);
+				 "hhash, fhash, level, p_idx, ret, errno, unfinished, unwound)", name);
 			return -1;
 		}
 	strcpy(a->name, name);
@@ -418,6 +419,14 @@ static int func_field(struct ctx *c, const char *key, const yaml_node_t *k,
 				    EFFECTS_LIST);
 		f->effect = effects[i].fx;
 		fp->effect = v;
+	} else if (strcmp(key, "returns") == 0) {
+		char buf[32];
+
+		if (get_string(c, "returns", v, buf, sizeof buf) != 0)
+			return -1;
+		if ((f->returns = dc_returns_parse(buf)) < 0)
+			return fail(c, node_line(v), "unknown returns '%s' (auto, hijack, "
+				    "instructions or none)", buf);
 	} else if (strcmp(key, "ret") == 0) {
 		char buf[32];
 
@@ -436,7 +445,7 @@ static int func_field(struct ctx *c, const char *key, const yaml_node_t *k,
 static int parse_func(struct ctx *c, const yaml_node_t *n, struct dc_func *f)
 {
 	static const char *const keys[] = { "name", "symbol", "syscall", "args", "effect", "ret",
-					    NULL };
+					    "returns", NULL };
 	struct func_parse fp = { f, NULL, 0 };
 	size_t i;
 

@@ -100,6 +100,8 @@ struct dc_func {
 	int line;               /* line in the description file, for messages */
 	int noret;              /* 1: entry-only probe, its return is not safe to probe
 				   (core/resolve.c dc_noret_name; bpf/datacrumbs.h bit 30) */
+	int returns;            /* `returns:` how its return is seen, enum dc_returns
+				   (core/retsite.h): 0 auto, chosen per function */
 };
 
 /* How a layer's functions are probed (`mechanism:`). */

@@ -246,12 +246,13 @@ static int resolve_custom(const struct dc_probe_req *r, const char *binary,
 				"exactly to probe it)\n", l->path, nlocal, nlocal > 1 ? "s" : "",
 				file, firstlocal, nlocal > 1 ? ", ..." : "");
 		/* functions whose return is unsafe to probe get entry-only probes, unless the
-		 * script names them exactly (not through a glob): then it asked for it */
+		 * script names them exactly (not through a glob): then it asked for it; or
+		 * it said how their returns are seen (returns=, core/retsite.h) */
 		int nnoret = 0;
 		const char *first = NULL;
 		for (int i = 0; i < l->nfuncs; i++) {
 			struct dc_func *f = &l->funcs[i];
-			if (!dc_noret_name(f->name))
+			if (!dc_noret_name(f->name) || f->returns)
 				continue;
 			f->noret = 1;
 			for (int g = 0; g < l->nglobs; g++)

@@ -62,6 +62,8 @@ struct session {
 	int child;           /* the traced root process */
 	int started;         /* we forked it (vs -p) */
 	int status;          /* its wait status */
+	int cmd_ended;       /* it has exited (status is set); the run may wait for the rest
+			        of the traced tree */
 	int done;
 	int cut;             /* the writer failed: the trace is incomplete */
 	int draining;        /* inside dc_consumer_drain */
@@ -274,6 +276,29 @@ static void finish(struct session *s)
 	uv_stop(&s->loop);
 }
 
+/* After CMD exited: are processes it started still traced (a daemon that double-forked
+ * and outlived it)? The run then goes on until the last one ends, as strace -f does
+ * (--end-with-cmd: no). `say`: tell the user once which ones. */
+static int tree_alive(struct session *s, int say)
+{
+	int pids[8];
+	int n = s->o->end_with_cmd ? 0 : dc_bpf_traced(s->bpf, s->child, pids, 8);
+	if (n <= 0)
+		return 0;
+	if (say) {
+		char list[128];
+		size_t k = 0;
+		for (int i = 0; i < n && i < 8 && k < sizeof(list) - 16; i++)
+			k += snprintf(list + k, sizeof(list) - k, "%s%d", i ? " " : "", pids[i]);
+		fprintf(stderr, "datacrumbs: %s exited; %d process%s it started %s still traced "
+			"(%s%s): the trace ends when %s (Ctrl-C ends it now; --end-with-cmd "
+			"does not wait)\n", s->o->cmd[0], n, n > 1 ? "es" : "",
+			n > 1 ? "are" : "is", list, n > 8 ? " ..." : "",
+			n > 1 ? "they end" : "it ends");
+	}
+	return 1;
+}
+
 static void on_ringbuf(uv_poll_t *h, int status, int events)
 {
 	(void)status;
@@ -289,6 +314,8 @@ static void on_drain(uv_timer_t *t)
 {
 	struct session *s = t->data;
 	drain(s);
+	if (s->cmd_ended && !s->done && !tree_alive(s, 0))
+		finish(s); /* the last of the traced tree has ended */
 	/* a script that ran the loop itself (luv's uv.run in a callback) may have been inside
 	 * it when the command ended: libuv clears the stop request when that inner run
 	 * returns, so ask again until the outer run ends */
@@ -340,7 +367,9 @@ static void on_sigchld(uv_signal_t *h, int sig)
 	while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
 		if (p == s->child && (WIFEXITED(st) || WIFSIGNALED(st))) {
 			s->status = st;
-			finish(s);
+			s->cmd_ended = 1;
+			if (!tree_alive(s, 1))
+				finish(s);
 		}
 	}
 }
@@ -357,8 +386,8 @@ static void on_sigfd(uv_poll_t *h, int status, int events)
 	(void)status;
 	(void)events;
 	while (read(s->sigfd, &si, sizeof(si)) == sizeof(si)) {
-		if (!s->started)
-			finish(s);
+		if (!s->started || s->cmd_ended)
+			finish(s); /* -p, or CMD is gone and its descendants are waited for */
 		else if (si.ssi_code != SI_KERNEL)
 			kill(s->child, si.ssi_signo);
 	}

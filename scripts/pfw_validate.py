@@ -31,7 +31,7 @@ HASH_KINDS = ("HH", "FH", "SH")
 # args of complete events that are integers wherever they appear (the C names of the
 # calls' arguments; mode is not: fopen's is a string)
 INT_ARGS = ("level", "p_idx", "fd", "count", "offset", "ret", "errno", "whence", "flags",
-            "unfinished", "async", "ino", "dev")
+            "unfinished", "unwound", "async", "ino", "dev")
 # which hash record each hash-valued argument refers to
 HASH_ARGS = {"hhash": "HH", "fhash": "FH", "cmd_hash": "SH", "exec_hash": "SH", "cwd": "FH"}
 START_ARGS = {"cmd_hash": str, "exec_hash": str, "cwd": str, "version": str, "ppid": int}
@@ -259,6 +259,8 @@ class Trace:
             self.err(n, "args.level must be >= 1: %d" % a["level"])
         if "unfinished" in a and (a["unfinished"] != 1 or "ret" in a):
             self.err(n, "an unfinished call has \"unfinished\":1 and no ret")
+        if "unwound" in a and (a["unwound"] != 1 or "ret" in a):
+            self.err(n, "an unwound call has \"unwound\":1 and no ret")
         key = (rec["pid"], rec["id"])
         if key in self.events:
             if not self.upstream:

@@ -4,8 +4,11 @@ when the untraced ones are done), programs started by this test, outside the tra
 tree, must behave exactly as untraced:
   1. under io_posix.lua, io_stdio.lua and io_all.lua, and under a dc.uprobe script on the
      C++ function exceptions cross (dc_thrower of prog_throw): prog_throw 1000 prints
-     "caught 1000" and exits 0, prog_setjmp 1000 "jumped 2000", and a bash loop of 10,000
-     `[ ]` tests sees every `$?` right; the traced program's own events are there;
+     "caught 1000" and exits 0, prog_setjmp 1000 "jumped 2000", the Go program prog_go
+     (file I/O; when golang-go is installed, else SKIP said loudly) "wrote 50 read 5000",
+     and a bash loop of 10,000 `[ ]` tests sees every `$?` right; the traced program's
+     own events are there; also under a dc.uprobe on the Go program's main.writeFile
+     (its return seen at its return instructions), the traced Go program's one call;
   2. while io_posix.lua runs, no uretprobe exists: datacrumbs holds no perf_event link,
      and every uprobe_multi link it holds runs dc_session (a program the kernel links
      only with the session attach type); and no uprobe sits on libc's system-call
@@ -29,6 +32,10 @@ DC = dctest.DATACRUMBS
 THROW = os.environ["PROG_THROW"]
 SETJMP = os.environ["PROG_SETJMP"]
 WAIT = os.environ["PROG_WAIT"]
+GO = os.environ.get("PROG_GO", "")
+if not GO:
+    print("SKIP: golang-go is not installed (scripts/setup.sh installs it): the Go "
+          "programs of test_harm NOT TESTED", flush=True)
 BAD = re.compile(r"failed to handle uretprobe|leaking uprobe|SIGILL")
 BASH_LOOP = ('t=0; f=0; for i in $(seq 10000); do '
              'if [ $((i % 2)) = 0 ]; then [ a = a ]; s=$?; [ "$s" = 0 ] && t=$((t+1)); '
@@ -49,6 +56,11 @@ def untraced(label):
     r = subprocess.run([SETJMP, "1000"], capture_output=True, text=True, timeout=120)
     equal((r.returncode, r.stdout, r.stderr), (0, "jumped 2000\n", ""),
           "%s: untraced setjmp/longjmp program" % label)
+    if GO:
+        gd = dctest.workdir("harm_go_" + re.sub(r"\W", "_", label))
+        r = subprocess.run([GO, gd, "50"], capture_output=True, text=True, timeout=120)
+        equal((r.returncode, r.stdout, r.stderr), (0, "wrote 50 read 5000\n", ""),
+              "%s: untraced Go program, 50 files written and read" % label)
     r = subprocess.run(["bash", "-c", BASH_LOOP], capture_output=True, text=True, timeout=300)
     equal((r.returncode, r.stdout, r.stderr), (0, "5000 5000\n", ""),
           "%s: untraced bash, 10000 [ ] tests and their $?" % label)
@@ -174,6 +186,16 @@ with open(lua, "w") as f:
 calls, _ = traced("thrower", lua, [THROW, "wait"])
 equal([(e["name"], e["args"].get("i"), e["args"].get("ret")) for e in calls
        if e["cat"] == "APP"], [("dc_thrower", 1, 2)], "dc.uprobe: the traced call of dc_thrower")
+
+# --- 1. dc.uprobe on a Go function (its callers' stacks are walked and copied) ----------------
+if GO:
+    lua = os.path.join(d, "go.lua")
+    with open(lua, "w") as f:
+        f.write('local dc = require "datacrumbs"\n'
+                'dc.uprobe { functions = "main.writeFile", layer = "GO" }\n')
+    calls, err = traced("go", lua, [GO, "wait", dctest.workdir("harm_go_traced")])
+    equal([(e["name"], e["args"].get("ret")) for e in calls if e["cat"] == "GO"],
+          [("main.writeFile", 0)], "dc.uprobe: the traced Go program's call of main.writeFile")
 
 # --- 3. functions="*" on libc -------------------------------------------------------------
 lua = os.path.join(d, "star.lua")

@@ -191,6 +191,11 @@ bad("counter-string", edit(12, '"count":2', '"count":"2"'),
     "T:12: counter args.count must be a number: '2'")
 bad("unfinished-ret", edit(10, '"ret":4', '"unfinished":1,"ret":4'),
     'T:10: an unfinished call has "unfinished":1 and no ret')
+bad("unwound-ret", edit(10, '"ret":4', '"unwound":1,"ret":4'),
+    'T:10: an unwound call has "unwound":1 and no ret')
+bad("unwound-string", edit(10, '"ret":4', '"unwound":"yes"'),
+    "T:10: args.unwound must be an integer: 'yes'\n"
+    "T:13: end record num_events 3, the file has 2 events")
 bad("cut-line", None, 'T:0: no closing "]" (a killed run? use --partial)\n'
     "T:13: the line has no newline at its end",
     raw="[\n" + "".join(l + "\n" for l in good()[:-1]) + good()[-1][:30])

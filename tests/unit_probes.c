@@ -2,6 +2,7 @@
  * each bad description in tests/data/probes_bad_*.yaml. Usage: unit_probes SOURCE_DIR */
 #define _GNU_SOURCE
 #include "probes.h"
+#include "retsite.h"
 
 #include <glob.h>
 #include <limits.h>
@@ -189,7 +190,8 @@ static void test_block_style(void)
 		"  -\n"
 		"    ret: int\n"
 		"    name: fileno\n"
-		"    args: []\n";
+		"    args: []\n"
+		"    returns: instructions\n";
 	struct dc_layer *l;
 	const struct dc_func *f;
 	int fd = mkstemp(path);
@@ -211,6 +213,8 @@ static void test_block_style(void)
 		f = dc_layer_func(l, "fileno");
 		/* A block mapping starts at its first key, the line after the bare `-`. */
 		CHECK(f && f->nargs == 0 && f->line == 12, "fileno line %d", f ? f->line : -1);
+		CHECK(f && f->returns == DC_RETURNS_INSN, "fileno returns: instructions");
+		CHECK(dc_layer_func(l, "fread")->returns == DC_RETURNS_AUTO, "fread returns: auto");
 		dc_layer_free(l);
 	}
 	unlink(path);
@@ -226,7 +230,7 @@ static const struct { const char *file, *error; } bad[] = {
 	  "(while parsing a flow sequence that started at line 6)" },
 	{ "probes_bad_unknown_key.yaml", ":8: unknown field 'argz'" },
 	{ "probes_bad_reserved.yaml", ":6: argument name 'ret' is the tracer's own (reserved: "
-	  "hhash, fhash, level, p_idx, ret, errno, unfinished)" },
+	  "hhash, fhash, level, p_idx, ret, errno, unfinished, unwound)" },
 	{ "probes_bad_setjmp.yaml", ":7: '_setjmp' returns twice: a uretprobe on it breaks the "
 	  "program or never fires, so it cannot be probed" },
 	{ "probes_bad_top_key.yaml", ":3: unknown field 'libary'" },
@@ -249,6 +253,8 @@ static const struct { const char *file, *error; } bad[] = {
 	  "handle_out, long_out, status (one is read per call)" },
 	{ "probes_bad_no_name.yaml", ":7: function has no 'name'" },
 	{ "probes_bad_ret.yaml", ":7: unknown ret 'short' (int, long, pointer, errcode or void)" },
+	{ "probes_bad_returns.yaml", ":7: unknown returns 'uretprobe' (auto, hijack, "
+	  "instructions or none)" },
 	{ "probes_bad_syscall.yaml", ":7: syscall 'sys_reed' is not sys_<name> of a system "
 	  "call of this architecture (asm/unistd_64.h)" },
 	{ "probes_bad_syscall_twice.yaml", ":7: syscall 'sys_open' named twice" },

@@ -4,17 +4,28 @@
  *                   then sigsetjmp, then fwrite on an unbuffered fopencookie stream whose
  *                   write callback siglongjmps out of fwrite (through libc's frames).
  *                   Prints "jumped J" (J counts the returns by longjmp, 2N when nothing
- *                   broke); exits 0 when J == 2N, 1 otherwise. */
+ *                   broke); exits 0 when J == 2N, 1 otherwise.
+ *   prog_setjmp mix N   N calls of dc_maybe_jump(i), which siglongjmps back when i is
+ *                   odd and returns i * 2 when even; prints "jumped J returned R" (R:
+ *                   the sum returned); exits 0 when J is the count of odd i < N. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static sigjmp_buf env;
 
 static __attribute__((noinline)) void jump_back(int v)
 {
 	siglongjmp(env, v);
+}
+
+__attribute__((noinline)) long dc_maybe_jump(long i)
+{
+	if (i % 2)
+		siglongjmp(env, 1);
+	return i * 2;
 }
 
 static ssize_t cookie_write(void *c, const char *buf, size_t n)
@@ -27,8 +38,20 @@ static ssize_t cookie_write(void *c, const char *buf, size_t n)
 
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "mix")) {
+		long n = atol(argv[2]);
+		volatile long jumped = 0, returned = 0;
+		for (volatile long i = 0; i < n; i++) {
+			if (sigsetjmp(env, 0) == 0)
+				returned += dc_maybe_jump(i);
+			else
+				jumped++;
+		}
+		printf("jumped %ld returned %ld\n", (long)jumped, (long)returned);
+		return jumped == n / 2 ? 0 : 1;
+	}
 	if (argc != 2) {
-		fprintf(stderr, "usage: prog_setjmp N\n");
+		fprintf(stderr, "usage: prog_setjmp N | mix N\n");
 		return 2;
 	}
 	long n = atol(argv[1]);

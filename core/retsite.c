@@ -1,0 +1,388 @@
+/* retsite.c: chooses per function how its return is observed, and finds the return
+ * instructions of a function in an ELF file by decoding its bytes with Capstone. */
+#include "retsite.h"
+
+#include <capstone/capstone.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const names[] = { "auto", "hijack", "instructions", "none" };
+
+const char *dc_returns_name(int mode)
+{
+	return mode >= 0 && mode < 4 ? names[mode] : "?";
+}
+
+int dc_returns_parse(const char *name)
+{
+	for (int i = 0; i < 4; i++)
+		if (name && !strcmp(name, names[i]))
+			return i;
+	return -1;
+}
+
+/* A function symbol: [value, value + size) in the file's address space. */
+struct fsym {
+	uint64_t value, size;
+	char *name;
+};
+
+/* A PT_LOAD segment, to map addresses to file offsets and back. */
+struct seg {
+	uint64_t vaddr, off, filesz;
+};
+
+/* What is known of one file; the last file asked about is kept (the loader asks about
+ * one library's functions in a row). */
+static struct {
+	char path[4096];
+	dev_t dev;
+	ino_t ino;
+	struct timespec mtime;
+	int ok;             /* the file was read */
+	int cxx, go;
+	struct fsym *syms;  /* sorted by value */
+	size_t nsyms;
+	struct seg segs[16];
+	int nsegs;
+} cache;
+
+static void cache_clear(void)
+{
+	for (size_t i = 0; i < cache.nsyms; i++)
+		free(cache.syms[i].name);
+	free(cache.syms);
+	memset(&cache, 0, sizeof(cache));
+}
+
+static int sym_by_value(const void *a, const void *b)
+{
+	const struct fsym *x = a, *y = b;
+	return x->value < y->value ? -1 : x->value > y->value;
+}
+
+/* Adds the sized function symbols of symbol table section scn. Returns 0, -1 on OOM. */
+static int read_syms(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, size_t *cap)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	if (!d || !sh->sh_entsize)
+		return 0;
+	size_t n = sh->sh_size / sh->sh_entsize;
+	for (size_t i = 1; i < n; i++) {
+		GElf_Sym s;
+		if (!gelf_getsym(d, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_FUNC ||
+		    s.st_shndx == SHN_UNDEF || !s.st_value)
+			continue;
+		const char *nm = elf_strptr(e, sh->sh_link, s.st_name);
+		if (!nm || !*nm)
+			continue;
+		if (!strcmp(nm, "runtime.main"))
+			cache.go = 1;
+		if (cache.nsyms == *cap) {
+			size_t nc = *cap ? *cap * 2 : 1024;
+			struct fsym *ns = realloc(cache.syms, nc * sizeof(*ns));
+			if (!ns)
+				return -1;
+			cache.syms = ns;
+			*cap = nc;
+		}
+		struct fsym *f = &cache.syms[cache.nsyms];
+		if (!(f->name = strdup(nm)))
+			return -1;
+		f->value = s.st_value;
+		f->size = s.st_size;
+		cache.nsyms++;
+	}
+	return 0;
+}
+
+/* Reads what the plan needs of file path into the cache (once per file version).
+ * Returns 0, -1 when it cannot be read. */
+static int cache_load(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st))
+		return -1;
+	if (cache.path[0] && !strcmp(cache.path, path) && cache.dev == st.st_dev &&
+	    cache.ino == st.st_ino && cache.mtime.tv_sec == st.st_mtim.tv_sec &&
+	    cache.mtime.tv_nsec == st.st_mtim.tv_nsec)
+		return cache.ok ? 0 : -1;
+	cache_clear();
+	snprintf(cache.path, sizeof(cache.path), "%s", path);
+	cache.dev = st.st_dev;
+	cache.ino = st.st_ino;
+	cache.mtime = st.st_mtim;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+	size_t shstrndx, nph, cap = 0;
+	int r = -1;
+	if (!e || elf_kind(e) != ELF_K_ELF || elf_getshdrstrndx(e, &shstrndx) ||
+	    elf_getphdrnum(e, &nph))
+		goto out;
+	for (size_t i = 0; i < nph && cache.nsegs < 16; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD)
+			cache.segs[cache.nsegs++] = (struct seg){ ph.p_vaddr, ph.p_offset,
+								  ph.p_filesz };
+	}
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		const char *sn = elf_strptr(e, shstrndx, sh.sh_name);
+		if (sn && (!strcmp(sn, ".go.buildinfo") || !strcmp(sn, ".gopclntab")))
+			cache.go = 1;
+		if ((sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM) &&
+		    read_syms(e, scn, &sh, &cap))
+			goto out;
+		/* DT_NEEDED libstdc++ (or libstdc++ itself): C++. Not .gcc_except_table:
+		 * glibc has one (its cancellation cleanups), and C has tail calls */
+		if (sh.sh_type == SHT_DYNAMIC) {
+			Elf_Data *d = elf_getdata(scn, NULL);
+			for (size_t k = 0; d && sh.sh_entsize && k < sh.sh_size / sh.sh_entsize; k++) {
+				GElf_Dyn dy;
+				if (!gelf_getdyn(d, (int)k, &dy) ||
+				    (dy.d_tag != DT_NEEDED && dy.d_tag != DT_SONAME))
+					continue;
+				const char *nm = elf_strptr(e, sh.sh_link, dy.d_un.d_val);
+				if (nm && !strncmp(nm, "libstdc++.so", 12))
+					cache.cxx = 1;
+			}
+		}
+	}
+	if (cache.nsyms)
+		qsort(cache.syms, cache.nsyms, sizeof(*cache.syms), sym_by_value);
+	cache.ok = 1;
+	r = 0;
+out:
+	if (e)
+		elf_end(e);
+	close(fd);
+	return r;
+}
+
+/* File offset of address a (in a PT_LOAD segment's file part), or -1. */
+static int64_t addr_off(uint64_t a)
+{
+	for (int i = 0; i < cache.nsegs; i++)
+		if (a >= cache.segs[i].vaddr && a < cache.segs[i].vaddr + cache.segs[i].filesz)
+			return (int64_t)(a - cache.segs[i].vaddr + cache.segs[i].off);
+	return -1;
+}
+
+/* Address of file offset o, or 0. */
+static uint64_t off_addr(uint64_t o)
+{
+	for (int i = 0; i < cache.nsegs; i++)
+		if (o >= cache.segs[i].off && o < cache.segs[i].off + cache.segs[i].filesz)
+			return o - cache.segs[i].off + cache.segs[i].vaddr;
+	return 0;
+}
+
+/* The sized function symbol containing address a (exact start when exact), or NULL. */
+static const struct fsym *sym_at(uint64_t a, int exact)
+{
+	const struct fsym *best = NULL;
+	size_t lo = 0, hi = cache.nsyms;
+	while (lo < hi) { /* first symbol with value > a */
+		size_t mid = (lo + hi) / 2;
+		if (cache.syms[mid].value <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo, seen = 0; i-- > 0 && seen < 64; seen++) {
+		const struct fsym *s = &cache.syms[i];
+		if (exact && s->value != a)
+			break;
+		if (!s->size || a >= s->value + s->size)
+			continue;
+		if (!best || s->size > best->size)
+			best = s;
+		if (!exact)
+			break;
+	}
+	return best;
+}
+
+/* Is s the GCC-split cold part of function `name` ("name.cold", "name.cold.N")? */
+static int is_cold_part(const struct fsym *s, const char *name)
+{
+	size_t n = strlen(name);
+	return !strncmp(s->name, name, n) && !strncmp(s->name + n, ".cold", 5) &&
+	       (s->name[n + 5] == 0 || s->name[n + 5] == '.');
+}
+
+#define MAX_PARTS 4
+
+/* Decodes the parts of function fn and lists its returns in p. Returns 0, or -1 with
+ * p->why. */
+static int scan(const struct fsym *fn, struct dc_retplan *p)
+{
+	const struct fsym *parts[MAX_PARTS] = { fn };
+	int nparts = 1, r = -1;
+	csh h;
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) {
+		snprintf(p->why, sizeof(p->why), "Capstone cannot open an x86-64 decoder");
+		return -1;
+	}
+	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
+	cs_insn *insn = cs_malloc(h);
+	int fd = open(cache.path, O_RDONLY | O_CLOEXEC);
+	uint8_t *buf = NULL;
+	if (!insn || fd < 0) {
+		snprintf(p->why, sizeof(p->why), "cannot read %.150s", cache.path);
+		goto out;
+	}
+	p->nsites = 0;
+	for (int k = 0; k < nparts; k++) {
+		const struct fsym *s = parts[k];
+		int64_t o = addr_off(s->value);
+		if (o < 0 || s->size > (16 << 20) || !(buf = realloc(buf, s->size)) ||
+		    pread(fd, buf, s->size, o) != (ssize_t)s->size) {
+			snprintf(p->why, sizeof(p->why), "the bytes of %s are not in the file",
+				 s->name);
+			goto out;
+		}
+		const uint8_t *code = buf;
+		size_t left = s->size;
+		uint64_t a = s->value;
+		/* Go: the entry probe goes after the stack-growth check (cmp rsp or r12 with
+		 * g.stackguard0 at 16(r14), then jbe/jb to the morestack call that re-enters
+		 * the function at its start), so that a stack copy does not enter twice */
+		int go_check = k == 0 && p->go, ninsn = 0, saw_guard = 0;
+		while (left) {
+			if (!cs_disasm_iter(h, &code, &left, &a, insn)) {
+				snprintf(p->why, sizeof(p->why), "undecodable bytes at %s+0x%llx",
+					 s->name, (unsigned long long)(a - s->value));
+				goto out;
+			}
+			cs_x86 *x = &insn->detail->x86;
+			ninsn++;
+			if (go_check && ninsn <= 3) {
+				if (insn->id == X86_INS_CMP && x->op_count == 2 &&
+				    x->operands[1].type == X86_OP_MEM &&
+				    x->operands[1].mem.base == X86_REG_R14 &&
+				    x->operands[1].mem.disp == 16)
+					saw_guard = 1;
+				else if (saw_guard && (insn->id == X86_INS_JBE || insn->id == X86_INS_JB)) {
+					p->entry = (uint64_t)addr_off(a);
+					go_check = 0;
+				}
+			}
+			if (insn->id == X86_INS_RET) {
+				if (p->nsites == DC_RETSITE_MAX) {
+					snprintf(p->why, sizeof(p->why), "more than %d return "
+						 "instructions", DC_RETSITE_MAX);
+					goto out;
+				}
+				int64_t so = addr_off(insn->address);
+				if (so < 0 || (k == 0 && insn->address == fn->value)) {
+					snprintf(p->why, sizeof(p->why), "returns at its first "
+						 "instruction");
+					goto out;
+				}
+				p->sites[p->nsites++] = (uint64_t)so;
+				continue;
+			}
+			if (insn->id == X86_INS_RETF || insn->id == X86_INS_IRET ||
+			    insn->id == X86_INS_IRETQ || insn->id == X86_INS_LJMP) {
+				snprintf(p->why, sizeof(p->why), "a far return or jump at %s+0x%llx",
+					 s->name, (unsigned long long)(insn->address - s->value));
+				goto out;
+			}
+			if (!cs_insn_group(h, insn, X86_GRP_JUMP))
+				continue;
+			if (x->op_count != 1 || x->operands[0].type != X86_OP_IMM) {
+				snprintf(p->why, sizeof(p->why), "an indirect jump at %s+0x%llx (a "
+					 "tail call or a jump table)", s->name,
+					 (unsigned long long)(insn->address - s->value));
+				goto out;
+			}
+			uint64_t t = (uint64_t)x->operands[0].imm;
+			int inside = 0;
+			for (int j = 0; j < nparts; j++)
+				inside |= t >= parts[j]->value && t < parts[j]->value + parts[j]->size;
+			if (inside)
+				continue;
+			const struct fsym *ts = sym_at(t, 0);
+			if (ts && is_cold_part(ts, fn->name) && nparts < MAX_PARTS) {
+				parts[nparts++] = ts; /* decoded in its turn */
+				continue;
+			}
+			snprintf(p->why, sizeof(p->why), "a jump out of the function at %s+0x%llx "
+				 "(a tail call to %s)", s->name,
+				 (unsigned long long)(insn->address - s->value),
+				 ts ? ts->name : "an unnamed address");
+			goto out;
+		}
+	}
+	if (!p->nsites) {
+		snprintf(p->why, sizeof(p->why), "no return instruction");
+		goto out;
+	}
+	r = 0;
+out:
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	if (insn)
+		cs_free(insn, 1);
+	cs_close(&h);
+	return r;
+}
+
+int dc_retsite_plan(const char *file, const char *name, uint64_t offset, int asked, int noret,
+		    int by_file, struct dc_retplan *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->entry = offset;
+	int readable = cache_load(file) == 0;
+	out->go = readable && cache.go;
+	int mode = asked;
+	if (mode == DC_RETURNS_AUTO) {
+		if (noret) {
+			mode = DC_RETURNS_NONE;
+			snprintf(out->why, sizeof(out->why), "setjmp/longjmp, noreturn or start-up "
+				 "code");
+		} else if (out->go) {
+			mode = DC_RETURNS_INSN;
+			snprintf(out->why, sizeof(out->why), "Go binary");
+		} else if (!strncmp(name, "_Z", 2) || (by_file && readable && cache.cxx)) {
+			mode = DC_RETURNS_INSN;
+			snprintf(out->why, sizeof(out->why), "C++");
+		} else {
+			mode = DC_RETURNS_HIJACK;
+			snprintf(out->why, sizeof(out->why), "C");
+		}
+	} else {
+		snprintf(out->why, sizeof(out->why), "asked");
+	}
+	out->mode = mode;
+	if (mode != DC_RETURNS_INSN)
+		return readable ? 0 : -1;
+	const struct fsym *fn = readable ? sym_at(off_addr(offset), 1) : NULL;
+	if (!fn) {
+		snprintf(out->why, sizeof(out->why), readable ? "no sized symbol at its address"
+			 : "its file cannot be read");
+		out->mode = DC_RETURNS_NONE;
+		return readable ? 0 : -1;
+	}
+	if (scan(fn, out)) {
+		out->mode = DC_RETURNS_NONE;
+		out->nsites = 0;
+		out->entry = offset;
+	}
+	return 0;
+}

@@ -1,0 +1,57 @@
+/* retsite.h: how a probed function's return is observed (returned to by a hijacked return
+ * address, seen at its return instructions, or not at all) and where its `ret`s are. */
+#ifndef DC_RETSITE_H
+#define DC_RETSITE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* How a function's returns are seen (`returns` of dc.uprobe and of a probe description's
+ * function; docs/lua-api.md, docs/probes.md). */
+enum dc_returns {
+	DC_RETURNS_AUTO = 0,  /* chosen per function by dc_retsite_plan */
+	DC_RETURNS_HIJACK,    /* "hijack": the kernel hijacks the return address (session
+				 uprobe return, or uretprobe): only for calls that always
+				 return through it (plain C) */
+	DC_RETURNS_INSN,      /* "instructions": plain uprobes on the function's `ret`s */
+	DC_RETURNS_NONE,      /* "none": entry-only events (dur 0, no ret) */
+};
+
+/* The return sites one function may have; a function with more is probed entry-only. */
+#define DC_RETSITE_MAX 64
+
+/* What dc_retsite_plan decided for one function. */
+struct dc_retplan {
+	int mode;           /* DC_RETURNS_HIJACK, _INSN or _NONE (never _AUTO) */
+	int go;             /* the file is a Go binary: its stacks move (dc_pinfo.moves) */
+	uint64_t entry;     /* file offset for the entry probe (a Go function's: after its
+			       stack-growth check, so a stack copy does not enter twice) */
+	unsigned nsites;    /* file offsets of its return instructions (mode _INSN) */
+	uint64_t sites[DC_RETSITE_MAX];
+	char why[200];      /* the reason for the mode: "C++", "Go binary", or why return
+			       instructions could not be used (then mode is _NONE) */
+};
+
+/* The name of a mode as users write it ("auto", "hijack", "instructions", "none"). */
+const char *dc_returns_name(int mode);
+
+/* Parses a mode's name. Returns the enum dc_returns value, or -1 for an unknown name. */
+int dc_returns_parse(const char *name);
+
+/* Plans how the returns of function `name` at file offset `offset` of ELF file `file` are
+ * seen. asked: the user's enum dc_returns (AUTO: choose); noret: the function is on the
+ * entry-only list (core/resolve.c dc_noret_name). AUTO chooses NONE for noret functions,
+ * INSN for Go binaries (section .go.buildinfo or .gopclntab, or a runtime.main symbol)
+ * and for C++ (a mangled _Z name, or, with by_file, a file that needs libstdc++ or is
+ * it; not a file with .gcc_except_table: glibc has one), HIJACK otherwise. by_file is
+ * for functions a user picked in a file (dc.uprobe), not a probe description's C API:
+ * a C library that also links libstdc++ keeps its C functions' session returns. INSN decodes the function's bytes (its symbol's st_size,
+ * plus its GCC `NAME.cold` part) with Capstone and lists its `ret`s; a function it cannot
+ * prove returns only through them (an indirect jump, a jump to another function: a tail
+ * call, no `ret`, undecodable bytes, no symbol size, more than DC_RETSITE_MAX) becomes
+ * NONE with the reason in out->why. Facts: the ELF file (libelf), its symbols and
+ * sections. Returns 0; -1 when the file cannot be read (then out is HIJACK, why says so). */
+int dc_retsite_plan(const char *file, const char *name, uint64_t offset, int asked, int noret,
+		    int by_file, struct dc_retplan *out);
+
+#endif

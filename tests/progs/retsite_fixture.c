@@ -1,0 +1,57 @@
+/* retsite_fixture.c: functions of known bytes for tests/unit_retsite.c (x86-64 GNU as):
+ * each shape of body core/retsite.c must tell apart. Not run, only read. */
+__asm__(
+	".text\n"
+	".globl rs_ret_first\n.type rs_ret_first,@function\nrs_ret_first:\n"
+	"	ret\n"
+	".size rs_ret_first, .-rs_ret_first\n"
+	/* one ret at +2 */
+	".globl rs_one\n.type rs_one,@function\nrs_one:\n"
+	"	xorl %eax,%eax\n"
+	"	ret\n"
+	".size rs_one, .-rs_one\n"
+	/* two rets, at +9 and +12 */
+	".globl rs_two\n.type rs_two,@function\nrs_two:\n"
+	"	testl %edi,%edi\n"
+	"	jne 1f\n"
+	"	movl $1,%eax\n"
+	"	ret\n"
+	"1:	xorl %eax,%eax\n"
+	"	ret\n"
+	".size rs_two, .-rs_two\n"
+	/* an indirect jump */
+	".globl rs_indirect\n.type rs_indirect,@function\nrs_indirect:\n"
+	"	testl %edi,%edi\n"
+	"	jmp *%rax\n"
+	"	ret\n"
+	".size rs_indirect, .-rs_indirect\n"
+	/* a tail call */
+	".globl rs_tail\n.type rs_tail,@function\nrs_tail:\n"
+	"	nop\n"
+	"	jmp rs_one\n"
+	".size rs_tail, .-rs_tail\n"
+	/* no return instruction */
+	".globl rs_noret\n.type rs_noret,@function\nrs_noret:\n"
+	"	nop\n"
+	"	ud2\n"
+	".size rs_noret, .-rs_noret\n"
+	/* a GCC-style cold part: rets at rs_cold+4 and rs_cold.cold+2 */
+	".globl rs_cold\n.type rs_cold,@function\nrs_cold:\n"
+	"	testl %edi,%edi\n"
+	"	jne rs_cold.cold\n"
+	"	ret\n"
+	".size rs_cold, .-rs_cold\n"
+	".type rs_cold.cold,@function\nrs_cold.cold:\n"
+	"	xorl %eax,%eax\n"
+	"	ret\n"
+	".size rs_cold.cold, .-rs_cold.cold\n"
+	/* a mangled (C++) name: auto chooses its return instructions; ret at +2 */
+	".globl _Z5rs_cxxv\n.type _Z5rs_cxxv,@function\n_Z5rs_cxxv:\n"
+	"	xorl %eax,%eax\n"
+	"	ret\n"
+	".size _Z5rs_cxxv, .-_Z5rs_cxxv\n");
+
+int main(void)
+{
+	return 0;
+}
