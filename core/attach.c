@@ -642,8 +642,10 @@ static int load_syscalls(struct dc_bpf *b, char *err, size_t errlen)
  * opcode in the object's tables (core/aio.c), and attaches them. Called after
  * load_syscalls: a tracepoint runs its programs in attach order, so at io_submit's entry
  * syscall.bpf.c has pushed the call's frame when aio.bpf.c looks for the parent. A kernel
- * without io_uring's tracepoints (CONFIG_IO_URING off) keeps Linux AIO, with a warning.
- * Returns 0, or -1 with err. */
+ * without io_uring's tracepoints (CONFIG_IO_URING off) keeps Linux AIO, with a warning;
+ * one where nothing of it loads (no bpf_loop before Linux 5.17) runs on without the
+ * layer, with a warning: the default scripts probe it. Returns 1 when it is loaded, 0
+ * when not (said on stderr), -1 with err when the object cannot be opened. */
 static int load_aio(struct dc_bpf *b, char *err, size_t errlen)
 {
 	for (int with_uring = 1; with_uring >= 0; with_uring--) {
@@ -686,20 +688,21 @@ static int load_aio(struct dc_bpf *b, char *err, size_t errlen)
 			e = aio_bpf__attach(a);
 		if (!e) {
 			b->aio = a;
-			return 0;
+			return 1;
 		}
 		aio_bpf__destroy(a);
 		if (!uring || !native) {
-			snprintf(err, errlen, "cannot load or attach the AIO probes (%s): %s",
-				 uring ? "tracepoints io_uring_submit_req, io_uring_complete"
-				 : "raw_syscalls sys_enter/sys_exit", strerror(-e));
-			return -1;
+			fprintf(stderr, "datacrumbs: warning: cannot load or attach the AIO layer's "
+				"programs (bpf/aio.bpf.c, %s: %s): asynchronous I/O operations are not "
+				"traced\n", uring ? "tracepoints io_uring_submit_req, io_uring_complete"
+				: "raw_syscalls sys_enter/sys_exit, bpf_loop", strerror(-e));
+			return 0;
 		}
 		fprintf(stderr, "datacrumbs: warning: cannot load or attach io_uring's tracepoints "
 			"(io_uring_submit_req, io_uring_complete: %s): io_uring operations are not "
 			"traced, Linux AIO's are\n", strerror(-e));
 	}
-	return -1;
+	return 0;
 }
 
 /* How profile mode aggregates probe p's calls (bpf/datacrumbs.h struct dc_pinfo): by
@@ -851,9 +854,10 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 			snprintf(err, errlen, "AIO probes can be added only once");
 			return -1;
 		}
-		if (load_aio(b, err, errlen))
+		int loaded = load_aio(b, err, errlen);
+		if (loaded < 0)
 			return -1;
-		ok += naio;
+		ok += loaded ? naio : 0;
 	}
 	if (b->session || b->multi) {
 		/* probes of one library are added together: attach each run at once */

@@ -66,13 +66,14 @@ def engine_usable(engine, d):
     return None
 
 
-def traced_fio(d, name, script, engine, rw, path, extra=()):
-    """Runs one fio job under `script`; returns (events, fio's job JSON)."""
+def traced_fio(d, name, script, engine, rw, path, extra=(), fio=()):
+    """Runs one fio job under `script` (datacrumbs options extra, fio options fio);
+    returns (events, fio's job JSON)."""
     out = os.path.join(d, name + ".json")
     tdir = os.path.join(d, name)
     os.makedirs(tdir)
     r = dctest.run_dc(["run", "-o", tdir] + list(extra) + [script, "--"] +
-                      fio_args(engine, rw, path, out))
+                      fio_args(engine, rw, path, out) + list(fio))
     equal(r.returncode, 0, "%s: %s fio %s exit status (stderr: %s)"
           % (name, script, rw, r.stderr.strip()[-2000:]))
     trace = dctest.find_trace(tdir)
@@ -87,8 +88,9 @@ def direction_ops(events, path, names):
     return [e for e in dctest.calls(events, "AIO") if e["path"] == path and e["name"] in names]
 
 
-def against_fio(what, events, job, path, rw):
-    """The trace's operations on path, per direction, against fio's JSON: exact."""
+def against_fio(what, events, job, path, rw, fixed=False):
+    """The trace's operations on path, per direction, against fio's JSON: exact. fixed: the
+    job's files are io_uring fixed files (fd -1, named by their inode)."""
     for ddir, names in (("read", READS), ("write", WRITES)):
         ops = direction_ops(events, path, names)
         want_ios, want_bytes = job[ddir]["total_ios"], job[ddir]["io_bytes"]
@@ -106,8 +108,9 @@ def against_fio(what, events, job, path, rw):
             equal(want_ios, SIZE // BS, "%s: fio did %d %s I/Os" % (what, SIZE // BS, ddir))
             equal(sorted(e["args"]["offset"] for e in ops), list(range(0, SIZE, BS)),
                   "%s: each 4 KiB block's offset once" % what)
-            check(all(e["args"].get("fd", -1) >= 0 and e["args"].get("ino", 0) > 0
-                      for e in ops), "%s: every operation has its fd and inode" % what)
+            check(all((e["args"].get("fd") == -1) == fixed and e["args"].get("ino", 0) > 0
+                      for e in ops), "%s: every operation has its %s and inode"
+                  % (what, "fixed file (fd -1)" if fixed else "fd"))
             check(all("errno" not in e["args"] for e in ops), "%s: no operation failed" % what)
 
 
@@ -149,7 +152,33 @@ for engine in ("libaio", "io_uring"):
     else:
         print("%s: %d of %d operations completed inside their io_uring_enter"
               % (name, len(nested), len(ops)), flush=True)
-    # 4. profile mode: the counters of the operations add up to fio's figures
+    # 4. fsync every 16 writes: io_uring's are operations (IORING_OP_FSYNC), fio's libaio
+    # engine makes its own fsync(2) (a POSIX event); either way fio's sync total_ios
+    name = "%s-posix-fsync" % engine
+    events, job = traced_fio(d, name, "io_posix.lua", engine, "write", path, fio=["--fsync=16"])
+    against_fio(name, events, job, path, "write")
+    if engine == "io_uring":
+        syncs = direction_ops(events, path, {"io_uring_fsync", "io_uring_fdatasync"})
+        check(all(e["args"].get("ret") == 0 for e in syncs), "%s: every fsync returned 0" % name)
+    else:
+        syncs = [e for e in dctest.calls(events, "POSIX") if e["name"] == "fsync" and
+                 e["path"] == path]
+    equal(len(syncs), job["sync"]["total_ios"], "%s: fsyncs = fio's sync total_ios" % name)
+    print("%s: fio sync total_ios %d; trace %d" % (name, job["sync"]["total_ios"], len(syncs)),
+          flush=True)
+    # 5. io_uring's other ways: fixed files and buffers (fd -1: the file by its inode),
+    # vectored reads (count the iovec sum), a kernel thread submitting (SQPOLL)
+    for opts in (["--registerfiles=1", "--fixedbufs=1"], ["--nonvectored=0"],
+                 ["--sqthread_poll=1"]) if engine == "io_uring" else ():
+        name = "io_uring-read" + "".join("-" + o.split("=")[0][2:] for o in opts)
+        events, job = traced_fio(d, name, "io_posix.lua", engine, "read", path, fio=opts)
+        against_fio(name, events, job, path, "read", fixed="--registerfiles=1" in opts or
+                    "--sqthread_poll=1" in opts)
+        want = {"--fixedbufs=1": "io_uring_read_fixed", "--nonvectored=0": "io_uring_readv",
+                "--sqthread_poll=1": "io_uring_read"}[opts[-1]]
+        equal({e["name"] for e in direction_ops(events, path, READS)}, {want},
+              "%s: the operations are %s" % (name, want))
+    # 6. profile mode: the counters of the operations add up to fio's figures
     name = "%s-profile-read" % engine
     events, job = traced_fio(d, name, "io_posix.lua", engine, "read", path,
                              ["--mode", "profile", "--interval", "10s"])
@@ -159,4 +188,30 @@ for engine in ("libaio", "io_uring"):
           "%s: counted read operations = fio's total_ios" % name)
     equal(sum(e["args"].get("size_sum", 0) for e in cnt), job["read"]["io_bytes"],
           "%s: counted bytes asked = fio's io_bytes" % name)
+
+# 7. the Linux AIO commands fio does not make, by raw system calls (tests/progs/prog_aio.c)
+d2 = dctest.workdir("aio-raw")
+r = dctest.run_dc(["run", "-o", d2, "io_syscalls.lua", "--", os.environ["PROG_AIO"], d2])
+equal(r.returncode, 0, "prog_aio exit status (its results as documented; stderr: %s)"
+      % r.stderr.strip()[-2000:])
+trace = dctest.find_trace(d2)
+dctest.check_pfw(trace)
+events, _, _ = dctest.read_trace(trace)
+f = os.path.join(d2, "aio.bin")
+got = [(e["name"], e["args"].get("offset"), e["args"].get("count"), e["args"].get("ret"),
+        e["args"].get("errno"), e["args"]["aio_data"], e["path"])
+       for e in sorted(dctest.calls(events, "AIO"), key=lambda e: e["args"]["aio_data"])]
+equal(got, [("aio_pwritev", 4096, 6000, 6000, None, 1, f),
+            ("aio_fdsync", None, None, 0, None, 2, f),
+            ("aio_fsync", None, None, 0, None, 3, f),
+            ("aio_preadv", 4096, 8192, 6000, None, 4, f),
+            ("aio_pread", 1 << 20, 100, 0, None, 5, f),
+            ("aio_pread", 0, 100, -1, 14, 6, f),
+            ("aio_pwrite", 0, 10, 10, None, 7, f)],
+      "prog_aio: each operation (name, offset, count, ret, errno, aio_data, file); the iocb "
+      "io_submit refused is none")
+sysnames = [e["name"] for e in dctest.calls(events, "SYSCALL") if e["name"].startswith("sys_io_")]
+equal(sorted(set(sysnames)), ["sys_io_destroy", "sys_io_getevents", "sys_io_pgetevents",
+                              "sys_io_setup", "sys_io_submit"], "prog_aio: its AIO system calls")
+equal(sysnames.count("sys_io_submit"), 7, "prog_aio: 7 io_submit calls")
 dctest.finish()
