@@ -25,9 +25,27 @@ const volatile __u64 aio_cookie[DC_AIO_CMDS] = {};         /* by IOCB_CMD_* */
 #define NR_IO_SUBMIT     209
 #define NR_IO_PGETEVENTS 333
 
-/* include/uapi/linux/io_uring.h: fsync_flags, and a CQE that more will follow */
+/* include/uapi/linux/io_uring.h: the opcodes read here (by number, not vmlinux.h's enum
+ * io_uring_op: the object must build on kernels without the newer ones), fsync_flags, and
+ * a CQE that more will follow */
+#define DC_IORING_OP_READV          1
+#define DC_IORING_OP_WRITEV         2
+#define DC_IORING_OP_FSYNC          3
+#define DC_IORING_OP_READ_FIXED     4
+#define DC_IORING_OP_WRITE_FIXED    5
+#define DC_IORING_OP_SYNC_FILE_RANGE 8
+#define DC_IORING_OP_FALLOCATE      17
+#define DC_IORING_OP_READ           22
+#define DC_IORING_OP_WRITE          23
+#define DC_IORING_OP_READV_FIXED    60   /* Linux 6.15 */
+#define DC_IORING_OP_WRITEV_FIXED   61
 #define DC_IORING_FSYNC_DATASYNC 1U
 #define DC_IORING_CQE_F_MORE     2U
+/* include/uapi/linux/aio_abi.h */
+#define DC_IOCB_CMD_FSYNC   2
+#define DC_IOCB_CMD_FDSYNC  3
+#define DC_IOCB_CMD_PREADV  7
+#define DC_IOCB_CMD_PWRITEV 8
 
 /* An operation submitted by a traced thread, until it completes. */
 struct dc_aio_op {
@@ -128,7 +146,7 @@ int BPF_PROG(dc_uring_submit, struct io_kiocb *req)
 	__u8 opcode = BPF_CORE_READ(req, opcode);
 	__u64 cookie = opcode < DC_AIO_URING_OPS ? uring_cookie[opcode & (DC_AIO_URING_OPS - 1)] : 0;
 	struct io_sync *sync = (struct io_sync *)&req->cmd;
-	if (opcode == IORING_OP_FSYNC && uring_fdatasync_cookie &&
+	if (opcode == DC_IORING_OP_FSYNC && uring_fdatasync_cookie &&
 	    (BPF_CORE_READ(sync, flags) & DC_IORING_FSYNC_DATASYNC))
 		cookie = uring_fdatasync_cookie;
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -145,24 +163,24 @@ int BPF_PROG(dc_uring_submit, struct io_kiocb *req)
 	op.args[5] = BPF_CORE_READ(req, cqe.user_data);
 	struct io_rw *rw = (struct io_rw *)&req->cmd;
 	switch (opcode) {
-	case IORING_OP_READ:
-	case IORING_OP_WRITE:
-	case IORING_OP_READ_FIXED:
-	case IORING_OP_WRITE_FIXED:
+	case DC_IORING_OP_READ:
+	case DC_IORING_OP_WRITE:
+	case DC_IORING_OP_READ_FIXED:
+	case DC_IORING_OP_WRITE_FIXED:
 		op.args[1] = BPF_CORE_READ(rw, kiocb.ki_pos);
 		op.args[2] = BPF_CORE_READ(rw, len);
 		break;
-	case IORING_OP_READV:
-	case IORING_OP_WRITEV:
-	case IORING_OP_READV_FIXED:
-	case IORING_OP_WRITEV_FIXED: /* addr: a user struct iovec array, len: its entries */
+	case DC_IORING_OP_READV:
+	case DC_IORING_OP_WRITEV:
+	case DC_IORING_OP_READV_FIXED:
+	case DC_IORING_OP_WRITEV_FIXED: /* addr: a user struct iovec array, len: its entries */
 		op.args[1] = BPF_CORE_READ(rw, kiocb.ki_pos);
 		op.args[2] = iov_sum((const struct iovec *)BPF_CORE_READ(rw, addr),
 				     BPF_CORE_READ(rw, len));
 		break;
-	case IORING_OP_FSYNC:
-	case IORING_OP_SYNC_FILE_RANGE:
-	case IORING_OP_FALLOCATE: /* io_uring/sync.c: a range (fsync: len 0 = the whole file) */
+	case DC_IORING_OP_FSYNC:
+	case DC_IORING_OP_SYNC_FILE_RANGE:
+	case DC_IORING_OP_FALLOCATE: /* io_uring/sync.c: a range (fsync: len 0 = the whole file) */
 		op.args[1] = BPF_CORE_READ(sync, off);
 		op.args[2] = BPF_CORE_READ(sync, len);
 		break;
@@ -172,22 +190,40 @@ int BPF_PROG(dc_uring_submit, struct io_kiocb *req)
 	return 0;
 }
 
-/* A CQE was posted for req (NULL for CQEs of no request): res is the result. The file is
- * read now: assigned when the request was issued (also a fixed file's). */
-SEC("tp_btf/io_uring_complete")
-int BPF_PROG(dc_uring_complete, struct io_ring_ctx *ring, void *req, struct io_uring_cqe *cqe)
+/* A CQE was posted for req (NULL for CQEs of no request) with result res and CQE flags
+ * cflags. The file is read now: assigned when the request was issued (also a fixed
+ * file's). */
+static __always_inline void uring_complete(void *req, long res, __u32 cflags)
 {
 	__u64 key = (__u64)req, now = bpf_ktime_get_ns();
 	if (!req)
-		return 0;
+		return;
 	struct dc_aio_op *op = bpf_map_lookup_elem(&uring_inflight, &key);
 	if (!op)
-		return 0;
+		return;
 	struct io_kiocb *r = req;
 	file_inode_of(BPF_CORE_READ(r, file), op->args);
-	op_done(op, now, BPF_CORE_READ(cqe, res));
-	if (!(BPF_CORE_READ(cqe, flags) & DC_IORING_CQE_F_MORE))
+	op_done(op, now, res);
+	if (!(cflags & DC_IORING_CQE_F_MORE))
 		bpf_map_delete_elem(&uring_inflight, &key);
+}
+
+/* io_uring_complete as newer kernels have it (Linux 6.18 here): (ctx, req, cqe). */
+SEC("tp_btf/io_uring_complete")
+int BPF_PROG(dc_uring_complete, struct io_ring_ctx *ring, void *req, struct io_uring_cqe *cqe)
+{
+	uring_complete(req, BPF_CORE_READ(cqe, res), BPF_CORE_READ(cqe, flags));
+	return 0;
+}
+
+/* io_uring_complete as older kernels have it (Linux 6.1's): (ctx, req, user_data, res,
+ * cflags, extra1, extra2). The loader picks one of the two by the tracepoint's prototype in the kernel's
+ * BTF (core/attach.c uring_complete_args). */
+SEC("tp_btf/io_uring_complete")
+int BPF_PROG(dc_uring_complete_old, void *ring, void *req, __u64 user_data, int res,
+	     unsigned cflags)
+{
+	uring_complete(req, res, cflags);
 	return 0;
 }
 
@@ -218,9 +254,9 @@ static long submit_one(__u32 i, struct submit_ctx *c)
 	op.args[0] = (__u64)(long)(int)cb.aio_fildes;
 	op.args[1] = cb.aio_offset;
 	op.args[2] = cb.aio_nbytes;
-	if (cmd == IOCB_CMD_PREADV || cmd == IOCB_CMD_PWRITEV) /* buf: iovecs, nbytes: entries */
+	if (cmd == DC_IOCB_CMD_PREADV || cmd == DC_IOCB_CMD_PWRITEV) /* buf: iovecs, nbytes: entries */
 		op.args[2] = iov_sum((const struct iovec *)cb.aio_buf, cb.aio_nbytes);
-	else if (cmd == IOCB_CMD_FSYNC || cmd == IOCB_CMD_FDSYNC)
+	else if (cmd == DC_IOCB_CMD_FSYNC || cmd == DC_IOCB_CMD_FDSYNC)
 		op.args[1] = op.args[2] = 0; /* no range: the whole file */
 	fd_inode((long)(int)cb.aio_fildes, &op.args[3], &op.args[4]);
 	op.args[5] = cb.aio_data;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "aio.h"
@@ -637,6 +638,26 @@ static int load_syscalls(struct dc_bpf *b, char *err, size_t errlen)
 	return 0;
 }
 
+/* The arguments of the kernel's io_uring_complete tracepoint, from its prototype in the
+ * kernel's BTF (typedef btf_trace_io_uring_complete: a pointer to a function of a void *
+ * then the tracepoint's arguments): 3 (ctx, req, cqe) in newer kernels, 7 (ctx, req,
+ * user_data, res, cflags, extra1, extra2) in older ones; -1 when the kernel has none. */
+static int uring_complete_args(void)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	if (!btf)
+		return -1;
+	int n = -1;
+	__s32 id = btf__find_by_name_kind(btf, "btf_trace_io_uring_complete", BTF_KIND_TYPEDEF);
+	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	t = t ? btf__type_by_id(btf, t->type) : NULL;            /* the pointer */
+	t = t && btf_is_ptr(t) ? btf__type_by_id(btf, t->type) : NULL;
+	if (t && btf_is_func_proto(t))
+		n = btf_vlen(t) - 1;
+	btf__free(btf);
+	return n;
+}
+
 /* Loads aio.bpf.c on the shared maps with the programs of the engines asked for (io_uring's
  * two tracepoints, Linux AIO's sys_enter/sys_exit pair), each asked function's cookie at its
  * opcode in the object's tables (core/aio.c), and attaches them. Called after
@@ -674,8 +695,10 @@ static int load_aio(struct dc_bpf *b, char *err, size_t errlen)
 			}
 		}
 		uring &= with_uring;
+		int old = uring && uring_complete_args() == 7;
 		bpf_program__set_autoload(a->progs.dc_uring_submit, uring);
-		bpf_program__set_autoload(a->progs.dc_uring_complete, uring);
+		bpf_program__set_autoload(a->progs.dc_uring_complete, uring && !old);
+		bpf_program__set_autoload(a->progs.dc_uring_complete_old, old);
 		bpf_program__set_autoload(a->progs.dc_aio_enter, native);
 		bpf_program__set_autoload(a->progs.dc_aio_exit, native);
 		a->rodata->wakeup_bytes = b->skel->rodata->wakeup_bytes;
