@@ -6,7 +6,11 @@ moved (ret) and asked (count) exactly its io_bytes, their offsets each block onc
 io_posix.lua (the default script: the layer is in it), io_all.lua and io_syscalls.lua;
 the last also lists every AIO and io_uring system call fio made, and nests each io_uring
 operation in the io_uring_enter that submitted it when that call was still open at the
-completion (else the operation is "async"). Profile mode's counters add up to the same.
+completion (else the operation is "async"). Also: fsync every 16 writes against fio's
+sync total_ios; io_uring's fixed files and buffers, vectored reads and SQPOLL; two jobs
+(processes) on one file; profile mode's counters; and tests/progs/prog_aio.c, the Linux
+AIO commands fio does not make (vectored, fsync, fdatasync, io_pgetevents, a failure, an
+iocb io_submit refused), each with exact offset, count, ret and errno.
 An engine this machine cannot run (io_uring disabled by sysctl, libaio missing) is a
 loud SKIP of its part."""
 import json
@@ -178,7 +182,34 @@ for engine in ("libaio", "io_uring"):
                 "--sqthread_poll=1": "io_uring_read"}[opts[-1]]
         equal({e["name"] for e in direction_ops(events, path, READS)}, {want},
               "%s: the operations are %s" % (name, want))
-    # 6. profile mode: the counters of the operations add up to fio's figures
+    # 6. two fio jobs (two processes) writing one file: the file's operations are both jobs',
+    # each process's are one job's
+    name = "%s-posix-2jobs" % engine
+    out = os.path.join(d, name + ".json")
+    tdir = os.path.join(d, name)
+    os.makedirs(tdir)
+    r = dctest.run_dc(["run", "-o", tdir, "io_posix.lua", "--"] +
+                      fio_args(engine, "write", path, out) + ["--numjobs=2"])
+    equal(r.returncode, 0, "%s: exit status (stderr: %s)" % (name, r.stderr.strip()[-2000:]))
+    trace = dctest.find_trace(tdir)
+    dctest.check_pfw(trace)
+    events, _, _ = dctest.read_trace(trace)
+    with open(out) as f:
+        jobs = json.load(f)["jobs"]
+    ops = direction_ops(events, path, WRITES)
+    per_pid = {}
+    for e in ops:
+        per_pid.setdefault(e["pid"], []).append(e)
+    equal(sorted((len(v), sum(e["args"]["ret"] for e in v)) for v in per_pid.values()),
+          sorted((j["write"]["total_ios"], j["write"]["io_bytes"]) for j in jobs),
+          "%s: each process's operations and bytes = one fio job's total_ios, io_bytes" % name)
+    equal(len(ops), sum(j["write"]["total_ios"] for j in jobs),
+          "%s: the file's write operations = both jobs' total_ios" % name)
+    print("%s: fio jobs %s; trace per process %s" % (
+        name, sorted((j["write"]["total_ios"], j["write"]["io_bytes"]) for j in jobs),
+        sorted((len(v), sum(e["args"]["ret"] for e in v)) for v in per_pid.values())),
+        flush=True)
+    # 7. profile mode: the counters of the operations add up to fio's figures
     name = "%s-profile-read" % engine
     events, job = traced_fio(d, name, "io_posix.lua", engine, "read", path,
                              ["--mode", "profile", "--interval", "10s"])
@@ -189,7 +220,7 @@ for engine in ("libaio", "io_uring"):
     equal(sum(e["args"].get("size_sum", 0) for e in cnt), job["read"]["io_bytes"],
           "%s: counted bytes asked = fio's io_bytes" % name)
 
-# 7. the Linux AIO commands fio does not make, by raw system calls (tests/progs/prog_aio.c)
+# 8. the Linux AIO commands fio does not make, by raw system calls (tests/progs/prog_aio.c)
 d2 = dctest.workdir("aio-raw")
 r = dctest.run_dc(["run", "-o", d2, "io_syscalls.lua", "--", os.environ["PROG_AIO"], d2])
 equal(r.returncode, 0, "prog_aio exit status (its results as documented; stderr: %s)"
