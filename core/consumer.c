@@ -253,13 +253,14 @@ static void apply_effect(struct dc_consumer *c, struct dc_proc_files *pf,
 }
 
 /* The bytes a record counts in aggregates: its `count` arg (bytes asked; for kernel
- * tracepoint events, `size`), as BPF computes them in profile mode (core/attach.c
- * pinfo_of). -1: none. */
+ * tracepoint events, the last of `count` and `size`), as BPF computes them in profile
+ * mode (core/attach.c pinfo_of). -1: none. */
 static int64_t record_bytes(const struct dc_record *r, const struct dc_probe *pr)
 {
-	const char *key = pr->mech == DC_MECH_TRACEPOINT ? "size" : "count";
+	int tp = pr->mech == DC_MECH_TRACEPOINT;
 	for (int i = r->nargs - 1; i >= 0; i--)
-		if (!r->args[i].is_str && !strcmp(r->args[i].key, key))
+		if (!r->args[i].is_str && (!strcmp(r->args[i].key, "count") ||
+					   (tp && !strcmp(r->args[i].key, "size"))))
 			return r->args[i].i;
 	return -1;
 }
@@ -403,10 +404,13 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		dc_rec_int(r, "count", elems * tsize);
 	int64_t ret = f->ret_kind == DC_RET_INT || f->ret_kind == DC_RET_ERRCODE ?
 		      (int)e->ret : e->ret;
-	if (pr->mech == DC_MECH_TRACEPOINT) {
+	/* a tracepoint function with `ret: long` is an operation with a result (the AIO
+	 * layer's: bytes moved or -errno, bpf/datacrumbs.h "Async I/O") */
+	int kres = pr->mech == DC_MECH_TRACEPOINT && f->ret_kind == DC_RET_LONG;
+	if (pr->mech == DC_MECH_TRACEPOINT && (e->flags & DC_F_ASYNC))
+		dc_rec_int(r, "async", 1);
+	if (pr->mech == DC_MECH_TRACEPOINT && !kres) {
 		/* a kernel event, not a call: no return value */
-		if (e->flags & DC_F_ASYNC)
-			dc_rec_int(r, "async", 1);
 	} else if (e->flags & DC_F_ENTRY) {
 		/* an entry-only probe (its return is not safe to probe): no ret, dur 0 */
 		dc_rec_int(r, "entry_only", 1);
@@ -419,8 +423,8 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		 * kernel-internal, include/linux/errno.h) a signal interrupted the system call,
 		 * which is restarted as a new call or never returns (killed) */
 		dc_rec_int(r, "unfinished", 1);
-	} else if ((pr->mech == DC_MECH_SYSCALL ||
-		    pr->mech == DC_MECH_KERNEL) && ret < 0 && ret >= -4095) {
+	} else if ((pr->mech == DC_MECH_SYSCALL || pr->mech == DC_MECH_KERNEL || kres) &&
+		   ret < 0 && ret >= -4095) {
 		/* the kernel returns -errno; the contract writes ret -1 and errno (syscall(2)) */
 		dc_rec_int(r, "ret", -1);
 		dc_rec_int(r, "errno", -ret);
@@ -439,9 +443,10 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		r->path = dc_files_fd_at(pf, d.fd, e->ts);
 	} else if (d.has_handle) {
 		r->path = dc_files_dir(pf, d.handle);
-	} else if (d.inoi >= 0 && d.devi >= 0) {
-		r->path = dc_files_inode(e->args[d.devi], e->args[d.inoi]);
 	}
+	if (!r->path && d.inoi >= 0 && d.devi >= 0) /* also an fd of no known file: an io_uring
+						      fixed file's slot (-1) */
+		r->path = dc_files_inode(e->args[d.devi], e->args[d.inoi]);
 	if (r->path) { /* the fd table may change below: keep our own copy */
 		const char *k = dc_rec_keep(r, r->path, strlen(r->path));
 		r->path = k;
