@@ -200,6 +200,29 @@ struct dc_path_event {
 	char path[DC_PATH_MAX];
 };
 
+/* Async I/O (bpf/aio.bpf.c, probes/aio.yaml, layer AIO): one DC_EV_CALL record per
+ * io_uring or Linux native AIO (io_submit(2), libaio) operation, sent when it completes:
+ *   probe    the function of its opcode (IORING_OP_*, include/uapi/linux/io_uring.h;
+ *            IOCB_CMD_*, include/uapi/linux/aio_abi.h), by the cookie tables below
+ *   pid/tid  the thread that submitted it
+ *   ts       submission: the io_uring_submit_req tracepoint / io_submit's entry
+ *   dur      to completion: the io_uring_complete tracepoint (the CQE is posted) / the
+ *            return of the io_getevents or io_pgetevents that reaped it (the kernel has
+ *            no AIO completion tracepoint: that is when the program learns of it)
+ *   ret      io_uring_cqe.res / io_event.res: bytes moved, or -errno
+ *   parent   the submitting call (io_uring_enter, io_submit) when it is still open at
+ *            completion, else 0 with DC_F_ASYNC if there was one
+ *   args[0]  fd (-1: an io_uring fixed file, IOSQE_FIXED_FILE: a slot, no descriptor)
+ *   args[1]  offset: the file position (-1: the file's current position)
+ *   args[2]  bytes asked (read/write; the iovec sum for the vectored ops), or the range
+ *            length of fsync (0: the whole file), sync_file_range, fallocate
+ *   args[3]  the file's inode, args[4] its device (st_dev encoding): read at completion
+ *            (io_uring: req->file, assigned at issue) or at io_submit (the fd's file)
+ *   args[5]  the program's tag: io_uring_sqe.user_data / iocb.aio_data */
+#define DC_AIO_URING_OPS 64   /* io_uring cookies, by IORING_OP_* (IORING_OP_LAST is 63 in 6.18) */
+#define DC_AIO_CMDS      16   /* Linux AIO cookies, by IOCB_CMD_* (0..8 defined) */
+#define DC_AIO_BATCH     1024 /* iocbs read per io_submit, io_events per io_getevents */
+
 /* Profile mode: how a probe's calls are aggregated in BPF (the `pinfo` map, by probe
  * index; filled by the loader from the probe description). */
 enum dc_pkey {          /* what names the file of a call */

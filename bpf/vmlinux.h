@@ -186,6 +186,89 @@ struct request {
 	sector_t __sector;
 };
 
+/* --- io_uring (io_uring/io_uring_types.h, io_uring/rw.h, io_uring/sync.h) ------------- */
+typedef u64 io_req_flags_t;
+typedef int rwf_t;
+
+enum {
+	REQ_F_FIXED_FILE = 1ULL, /* io_req_flags: = IOSQE_FIXED_FILE of the sqe */
+};
+
+struct io_cmd_data {
+	struct file *file;
+	__u8 data[56];
+};
+
+struct io_cqe {
+	__u64 user_data;
+	__s32 res;
+	union {
+		__u32 flags;
+		int fd;
+	};
+};
+
+struct io_kiocb {
+	union {
+		struct file *file;
+		struct io_cmd_data cmd;
+	};
+	u8 opcode;
+	io_req_flags_t flags;
+	struct io_cqe cqe;
+};
+
+struct io_ring_ctx;
+
+struct io_uring_cqe {
+	__u64 user_data;
+	__s32 res;
+	__u32 flags;
+};
+
+struct kiocb {
+	struct file *ki_filp;
+	loff_t ki_pos;
+};
+
+struct io_rw {
+	struct kiocb kiocb;
+	u64 addr;
+	u32 len;
+	rwf_t flags;
+};
+
+struct io_sync {
+	struct file *file;
+	loff_t len;
+	loff_t off;
+	int flags;
+	int mode;
+};
+
 #pragma clang attribute pop
+
+/* --- Linux native AIO: the user ABI, read whole from user memory (no relocation) ------- */
+struct iocb { /* include/uapi/linux/aio_abi.h */
+	__u64 aio_data;
+	__u32 aio_key;
+	int aio_rw_flags;
+	__u16 aio_lio_opcode;
+	__s16 aio_reqprio;
+	__u32 aio_fildes;
+	__u64 aio_buf;
+	__u64 aio_nbytes;
+	__s64 aio_offset;
+	__u64 aio_reserved2;
+	__u32 aio_flags;
+	__u32 aio_resfd;
+};
+
+struct io_event {
+	__u64 data;
+	__u64 obj;
+	__s64 res;
+	__s64 res2;
+};
 
 #endif /* __VMLINUX_H__ */

@@ -11,8 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "aio.h"
+#include "aio.skel.h"
 #include "dc_features.h"
 #include "elfsym.h"
 #include "kernel.skel.h"
@@ -29,6 +32,7 @@ struct dc_bpf {
 	struct syscall_bpf *sys;   /* loaded when a syscall layer is asked for */
 	struct kernel_bpf *kern;   /* loaded when a tracepoint layer is asked for */
 	struct vfs_bpf *vfs;       /* loaded when a kernel-function layer is asked for */
+	struct aio_bpf *aio;       /* loaded when an AIO function is asked for */
 	struct dc_probe *probes;
 	struct bpf_link **links;   /* fallback: 2 per probe (entry, return) */
 	unsigned nprobes, cap, nattached;
@@ -594,7 +598,14 @@ int dc_bpf_tracepoint(const char *name)
 	for (unsigned i = 0; i < DC_TP_NR; i++)
 		if (!strcmp(tracepoints[i].name, name))
 			return i;
-	return -1;
+	int k = dc_aio_index(name); /* the AIO layer's, served by bpf/aio.bpf.c */
+	return k < 0 ? -1 : DC_AIO_PROBE_BASE + k;
+}
+
+/* Is probe p one of the AIO layer's (bpf/aio.bpf.c), not of bpf/kernel.bpf.c? */
+static int is_aio(const struct dc_probe *p)
+{
+	return p->mech == DC_MECH_TRACEPOINT && p->offset >= DC_AIO_PROBE_BASE;
 }
 
 /* Points the maps every BPF object shares (bpf/common.bpf.h) of obj at uprobe.bpf.c's
@@ -835,6 +846,96 @@ enum dc_pbytes dc_probe_bytes(const struct dc_probe *p, unsigned char *b1, unsig
 	return kind;
 }
 
+/* The arguments of the kernel's io_uring_complete tracepoint, from its prototype in the
+ * kernel's BTF (typedef btf_trace_io_uring_complete: a pointer to a function of a void *
+ * then the tracepoint's arguments): 3 (ctx, req, cqe) in newer kernels, 7 (ctx, req,
+ * user_data, res, cflags, extra1, extra2) in older ones; -1 when the kernel has none. */
+static int uring_complete_args(void)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	if (!btf)
+		return -1;
+	int n = -1;
+	__s32 id = btf__find_by_name_kind(btf, "btf_trace_io_uring_complete", BTF_KIND_TYPEDEF);
+	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	t = t ? btf__type_by_id(btf, t->type) : NULL;            /* the pointer */
+	t = t && btf_is_ptr(t) ? btf__type_by_id(btf, t->type) : NULL;
+	if (t && btf_is_func_proto(t))
+		n = btf_vlen(t) - 1;
+	btf__free(btf);
+	return n;
+}
+
+/* Loads aio.bpf.c on the shared maps with the programs of the engines asked for (io_uring's
+ * two tracepoints, Linux AIO's sys_enter/sys_exit pair), each asked function's cookie at its
+ * opcode in the object's tables (core/aio.c), and attaches them. Called after
+ * load_syscalls: a tracepoint runs its programs in attach order, so at io_submit's entry
+ * syscall.bpf.c has pushed the call's frame when aio.bpf.c looks for the parent. A kernel
+ * without io_uring's tracepoints (CONFIG_IO_URING off) keeps Linux AIO, with a warning;
+ * one where nothing of it loads (no bpf_loop before Linux 5.17) runs on without the
+ * layer, with a warning: the default scripts probe it. Returns 1 when it is loaded, 0
+ * when not (said on stderr), -1 with err when the object cannot be opened. */
+static int load_aio(struct dc_bpf *b, char *err, size_t errlen)
+{
+	for (int with_uring = 1; with_uring >= 0; with_uring--) {
+		struct aio_bpf *a = aio_bpf__open();
+		if (!a) {
+			snprintf(err, errlen, "cannot open the AIO BPF object: %s", strerror(errno));
+			return -1;
+		}
+		int uring = 0, native = 0;
+		for (unsigned i = 0; i < b->nprobes; i++) {
+			const struct dc_probe *p = &b->probes[i];
+			const struct dc_aio_fn *fn = is_aio(p) ?
+				dc_aio_fn_at((int)(p->offset - DC_AIO_PROBE_BASE)) : NULL;
+			if (!fn)
+				continue;
+			__u64 c = cookie_of(p, i);
+			if (fn->engine == DC_AIO_URING && fn->datasync) {
+				a->rodata->uring_fdatasync_cookie = c;
+				uring = 1;
+			} else if (fn->engine == DC_AIO_URING && fn->op < DC_AIO_URING_OPS) {
+				a->rodata->uring_cookie[fn->op] = c;
+				uring = 1;
+			} else if (fn->engine == DC_AIO_NATIVE && fn->op < DC_AIO_CMDS) {
+				a->rodata->aio_cookie[fn->op] = c;
+				native = 1;
+			}
+		}
+		uring &= with_uring;
+		int old = uring && uring_complete_args() == 7;
+		bpf_program__set_autoload(a->progs.dc_uring_submit, uring);
+		bpf_program__set_autoload(a->progs.dc_uring_complete, uring && !old);
+		bpf_program__set_autoload(a->progs.dc_uring_complete_old, old);
+		bpf_program__set_autoload(a->progs.dc_aio_enter, native);
+		bpf_program__set_autoload(a->progs.dc_aio_exit, native);
+		a->rodata->wakeup_bytes = b->skel->rodata->wakeup_bytes;
+		a->rodata->profile_ns = b->skel->rodata->profile_ns;
+		a->rodata->profile_t0 = b->skel->rodata->profile_t0;
+		int e = share_maps(b, a->obj);
+		if (!e)
+			e = aio_bpf__load(a);
+		if (!e)
+			e = aio_bpf__attach(a);
+		if (!e) {
+			b->aio = a;
+			return 1;
+		}
+		aio_bpf__destroy(a);
+		if (!uring || !native) {
+			fprintf(stderr, "datacrumbs: warning: cannot load or attach the AIO layer's "
+				"programs (bpf/aio.bpf.c, %s: %s): asynchronous I/O operations are not "
+				"traced\n", uring ? "tracepoints io_uring_submit_req, io_uring_complete"
+				: "raw_syscalls sys_enter/sys_exit, bpf_loop", strerror(-e));
+			return 0;
+		}
+		fprintf(stderr, "datacrumbs: warning: cannot load or attach io_uring's tracepoints "
+			"(io_uring_submit_req, io_uring_complete: %s): io_uring operations are not "
+			"traced, Linux AIO's are\n", strerror(-e));
+	}
+	return 0;
+}
+
 /* How profile mode aggregates probe p's calls (bpf/datacrumbs.h struct dc_pinfo): by
  * what file, with which bytes (dc_probe_bytes: the `count` core/consumer.c writes). */
 static struct dc_pinfo pinfo_of(const struct dc_probe *p)
@@ -966,17 +1067,36 @@ static unsigned attach_uprobe_pairs(struct dc_bpf *b)
 	return ok;
 }
 
-/* Loads, once, the BPF object that serves the probes of mechanism mech added since the
- * last attach (load: load_vfs or load_kernel; loaded: it is loaded already, and cannot
- * take more). Returns how many such probes there are (0: nothing loaded), or -1 with err
- * ("WHAT probes can be added only once", or load's). */
-static int attach_once(struct dc_bpf *b, enum dc_mechanism mech, int loaded,
-		       int (*load)(struct dc_bpf *b, char *err, size_t errlen), const char *what,
-		       char *err, size_t errlen)
+/* Which BPF object serves a probe, besides uprobe.bpf.c and syscall.bpf.c: vfs.bpf.c,
+ * kernel.bpf.c, aio.bpf.c (is_aio above). */
+static int is_kfunc(const struct dc_probe *p)
+{
+	return p->mech == DC_MECH_KERNEL;
+}
+
+static int is_kernel_tp(const struct dc_probe *p)
+{
+	return p->mech == DC_MECH_TRACEPOINT && !is_aio(p);
+}
+
+/* The probes added since the last attach that is() accepts. */
+static int count_new(const struct dc_bpf *b, int (*is)(const struct dc_probe *p))
 {
 	int n = 0;
 	for (unsigned i = b->nattached; i < b->nprobes; i++)
-		n += b->probes[i].mech == mech;
+		n += is(&b->probes[i]);
+	return n;
+}
+
+/* Loads, once, the BPF object that serves the probes is() accepts among those added since
+ * the last attach (load: load_vfs or load_kernel; loaded: it is loaded already, and cannot
+ * take more). Returns how many such probes there are (0: nothing loaded), or -1 with err
+ * ("WHAT probes can be added only once", or load's). */
+static int attach_once(struct dc_bpf *b, int (*is)(const struct dc_probe *p), int loaded,
+		       int (*load)(struct dc_bpf *b, char *err, size_t errlen), const char *what,
+		       char *err, size_t errlen)
+{
+	int n = count_new(b, is);
 	if (!n)
 		return 0;
 	if (loaded) {
@@ -987,7 +1107,8 @@ static int attach_once(struct dc_bpf *b, enum dc_mechanism mech, int loaded,
 }
 
 /* The mechanisms in the order they are attached: profile map, syscall cookies, VFS object,
- * tracepoint object, then the uprobes (attach_uprobe_runs, or attach_uprobe_pairs). */
+ * tracepoint object, AIO object, then the uprobes (attach_uprobe_runs, or
+ * attach_uprobe_pairs). */
 int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 {
 	unsigned ok = 0, nsys = 0;
@@ -1017,17 +1138,29 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 	}
 	ok += nsys;
 	/* kernel-function probes: one load of vfs.bpf.c with the chosen programs */
-	int nk = attach_once(b, DC_MECH_KERNEL, b->vfs != NULL, load_vfs, "kernel-function",
-			     err, errlen);
+	int nk = attach_once(b, is_kfunc, b->vfs != NULL, load_vfs, "kernel-function", err,
+			     errlen);
 	if (nk < 0)
 		return -1;
 	ok += nk;
 	/* tracepoint probes: one load of kernel.bpf.c with the asked programs */
-	int ntp = attach_once(b, DC_MECH_TRACEPOINT, b->kern != NULL, load_kernel, "tracepoint",
-			      err, errlen);
+	int ntp = attach_once(b, is_kernel_tp, b->kern != NULL, load_kernel, "tracepoint", err,
+			      errlen);
 	if (ntp < 0)
 		return -1;
 	ok += ntp;
+	/* AIO probes: one load of aio.bpf.c, after syscall.bpf.c (load_aio says why) */
+	int naio = count_new(b, is_aio);
+	if (naio) {
+		if (b->aio) {
+			snprintf(err, errlen, "AIO probes can be added only once");
+			return -1;
+		}
+		int loaded = load_aio(b, err, errlen);
+		if (loaded < 0)
+			return -1;
+		ok += loaded ? naio : 0;
+	}
 	ok += b->session || b->multi ? attach_uprobe_runs(b) : attach_uprobe_pairs(b);
 	b->nattached = b->nprobes;
 	if (!ok && b->nprobes) {
@@ -1079,6 +1212,7 @@ void dc_bpf_close(struct dc_bpf *b)
 	for (unsigned i = 0; i < b->nmlinks; i++)
 		close(b->mlinks[i]);
 	free(b->mlinks);
+	aio_bpf__destroy(b->aio);
 	vfs_bpf__destroy(b->vfs);
 	kernel_bpf__destroy(b->kern);
 	syscall_bpf__destroy(b->sys);

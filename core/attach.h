@@ -68,8 +68,9 @@ int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
 		     int hidden);
 
 /* The index of a built-in tracepoint probe of bpf/kernel.bpf.c by name
- * ("mm_filemap_add_to_page_cache", "block_rq", ...), the offset to give
- * dc_bpf_add_probe; -1 when there is none of that name. */
+ * ("mm_filemap_add_to_page_cache", "block_rq", ...), or DC_AIO_PROBE_BASE + the index of
+ * an AIO function served by bpf/aio.bpf.c ("io_uring_read", "aio_pwrite": core/aio.h),
+ * the offset to give dc_bpf_add_probe; -1 when there is none of that name. */
 int dc_bpf_tracepoint(const char *name);
 
 /* The index of a kernel function bpf/vfs.bpf.c can probe ("vfs_read", ...), the offset

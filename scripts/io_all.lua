@@ -3,7 +3,8 @@
 -- event of a thread nests in the call that made it (args.level and args.p_idx), so an
 -- MPI_File_write_at is the parent of the pwrite64 calls it caused and an fwrite the
 -- parent of its write(2); a call a library makes inside another (fopen -> open) appears
--- once, as the child. Layers the program does not load are skipped with a note.
+-- once, as the child. Layers the program does not load are skipped with a note. The AIO
+-- layer adds each io_uring and libaio (io_submit) operation as an I/O event.
 -- Run an MPI program's launcher under it: datacrumbs run io_all.lua -- mpirun -np 4 ./app
 --
 -- Options (after the script name):
@@ -15,6 +16,7 @@ dc.probe { layer = "mpiio" }
 dc.probe { layer = "stdio" }
 dc.probe { layer = "posix" }
 dc.probe { layer = "ldso" }
+dc.probe { layer = "aio" }
 
 local keep_all = false
 for _, a in ipairs(arg) do

@@ -1,6 +1,7 @@
 -- io_kernel.lua: what the kernel did for the command's I/O: syscalls, page cache, block.
 -- What the kernel did for the command's I/O: syscalls, page cache
--- (misses, lookups, evictions) and block requests, nested by thread.
+-- (misses, lookups, evictions), block requests and async I/O operations (io_uring,
+-- io_submit), nested by thread.
 --
 -- Options (after the script name):
 --   --all     keep the calls on files under /proc and /sys too (dropped by default)
@@ -8,6 +9,7 @@ local dc = require "datacrumbs"
 local filters = require "datacrumbs.filters"
 
 dc.probe "syscalls"
+dc.probe "aio"
 dc.probe "pagecache"
 dc.probe "block"
 

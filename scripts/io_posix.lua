@@ -2,7 +2,9 @@
 -- The POSIX layer: every libc file call of the command (open, read, write,
 -- pread/pwrite, lseek, fsync, stat, ... as listed in probes/posix.yaml), one
 -- complete event per call, with fd, count, offset, ret and the file's path (fhash); and
--- the dynamic loader's own opens and reads (probes/ldso.yaml; needs its debug symbols).
+-- the dynamic loader's own opens and reads (probes/ldso.yaml; needs its debug symbols);
+-- and asynchronous I/O (AIO layer, probes/aio.yaml): each io_uring and libaio (io_submit)
+-- read, write and fsync as one event with its file, offset, bytes asked and moved.
 --
 -- Options (after the script name):
 --   --all     keep the calls on files under /proc and /sys too (dropped by default)
@@ -11,6 +13,7 @@ local filters = require "datacrumbs.filters"
 
 dc.probe { layer = "posix" }
 dc.probe { layer = "ldso" }   -- the dynamic loader's calls, before libc is there
+dc.probe { layer = "aio" }    -- io_uring and io_submit operations: the I/O libc never sees
 
 local keep_all = false
 for _, a in ipairs(arg) do

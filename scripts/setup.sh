@@ -8,7 +8,7 @@ PKGS=(gcc g++ make cmake pkg-config clang llvm bpftool
       libbpf-dev libelf-dev liblua5.4-dev lua-luv-dev libuv1-dev zlib1g-dev libyaml-dev
       libssl-dev strace bpftrace procps sqlite3 libc6-dbg lmod man-db libcap2-bin util-linux
       openmpi-bin libopenmpi-dev mpich libmpich-dev hdf5-tools fio
-      libcapstone-dev golang-go)
+      libcapstone-dev golang-go libaio1)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -132,13 +132,15 @@ def as_nobody(args, **kw):
 def test_check(wd):
     r = as_nobody(["check", "io_posix.lua"])
     t.equal(r.returncode, 0, "check io_posix.lua as nobody (stderr %r)" % r.stderr)
-    t.check(re.match(r"^io_posix\.lua: \d+ functions in 2 layers: POSIX \(syscalls: \d+, libc\.so\.6: "
-                     r"\d+, ld-linux-x86-64\.so\.2: \d+\) \.\.\. OK\n$", r.stdout),
+    t.check(re.match(r"^io_posix\.lua: \d+ functions in 3 layers: POSIX \(syscalls: \d+, libc\.so\.6: "
+                     r"\d+, ld-linux-x86-64\.so\.2: \d+\), AIO \(tracepoints: \d+\) \.\.\. OK\n$",
+                     r.stdout),
             "check summary: %r" % r.stdout)
     r = as_nobody(["check", "io_syscalls.lua"])
     t.equal(r.returncode, 0, "check io_syscalls.lua as nobody (stderr %r)" % r.stderr)
-    t.check(re.match(r"^io_syscalls\.lua: \d+ functions in 1 layer: SYSCALL \(syscalls: \d+\) "
-                     r"\.\.\. OK\n$", r.stdout), "syscalls summary: %r" % r.stdout)
+    t.check(re.match(r"^io_syscalls\.lua: \d+ functions in 2 layers: SYSCALL \(syscalls: \d+\), "
+                     r"AIO \(tracepoints: \d+\) \.\.\. OK\n$", r.stdout),
+            "syscalls summary: %r" % r.stdout)
     # a static command: POSIX goes to the programs it runs, with the run's warning
     r = t.run_dc(["check", "io_posix.lua", "--", os.environ["PROG_RAW"]])
     t.equal(r.returncode, 0, "check io_posix.lua -- PROG_RAW")
