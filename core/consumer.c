@@ -10,6 +10,7 @@
 #include <bpf/libbpf.h>
 
 #include "fdtable.h"
+#include "trust.h"
 #include "mpi.h"
 #include "profile.h"
 #include "record.h"
@@ -40,6 +41,7 @@ struct dc_consumer {
 	size_t nseen, capseen;
 	struct dc_record rec;      /* reused for every event */
 	char path[DC_PATH_MAX * 2];
+	char rpath[DC_PATH_MAX * 2]; /* the kernel's path of it (dc_files_real) */
 };
 
 static uint64_t hash64(uint64_t k)
@@ -437,6 +439,25 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		r->path = dc_files_resolve(pf, d.dirfdi >= 0,
 					   d.dirfdi >= 0 ? (int)e->args[d.dirfdi] : 0,
 					   epath, c->path, sizeof(c->path));
+		/* the file's real path (symlinked directories resolved), with the name the
+		 * program gave kept as `pathname` when they differ */
+		const char *real = NULL;
+		/* resolved with the invoking user's rights under sudo (as script code runs):
+		 * root's resolution would show what lies behind directories the user cannot
+		 * search */
+		dc_trust_enter_script();
+		if (r->path && f->effect == DC_FX_CHDIR && ret == 0)
+			real = realpath(r->path, c->rpath); /* a cwd: every component resolved */
+		else if (r->path)
+			real = dc_files_real(r->pid, f->effect == DC_FX_OPEN ? ret : -1, e->dev,
+					     e->ino, r->path, c->rpath, sizeof(c->rpath));
+		dc_trust_leave_script();
+		if (real && strcmp(real, r->path)) {
+			const char *given = dc_rec_keep(r, epath, strlen(epath));
+			if (given)
+				dc_rec_str(r, "pathname", given);
+			r->path = real;
+		}
 	} else if (d.fdi >= 0) {
 		r->path = dc_files_fd_at(pf, (int)e->args[d.fdi], e->ts);
 	} else if (d.fd >= 0) {

@@ -193,6 +193,28 @@ w = [e for e in got if e["name"] == "write" and e["path"].endswith("child.bin")]
 equal([(e["args"].get("phase"), "count" in e["args"], e["args"]["ret"]) for e in w],
       [("io", False, 777)], "the callback tagged the write and removed its count")
 
+# --- real paths: through a symlinked directory and "..", the file the kernel opened -------
+d = dctest.workdir("posix-real")
+os.makedirs(os.path.join(d, "real", "sub"))
+os.makedirs(os.path.join(d, "real", "x"))
+os.symlink("real/sub", os.path.join(d, "link2"))
+with open(os.path.join(d, "real", "x", "t"), "w") as f:
+    f.write("hello")
+r = dctest.run_dc(["run", "io_posix.lua", "-o", os.path.join(d, "t.pfw.gz"), "--", "sh", "-c",
+                   "cd link2 && cat ../x/t"], cwd=d)
+equal((r.returncode, r.stdout), (0, "hello"), "real paths: the command ran")
+dctest.check_pfw(os.path.join(d, "t.pfw.gz"))
+events, _, _ = dctest.read_trace(os.path.join(d, "t.pfw.gz"))
+got = [(e["name"], e["path"], e["args"].get("pathname"), e["args"].get("ret"))
+       for e in dctest.calls(events) if e["path"] and e["path"].startswith(d + "/")
+       and e["name"] in ("chdir", "openat", "read")]
+# (sh gives chdir the absolute path it made: d/link2)
+equal(got, [("chdir", d + "/real/sub", d + "/link2", 0),
+            ("openat", d + "/real/x/t", None, 3),
+            ("read", d + "/real/x/t", None, 5), ("read", d + "/real/x/t", None, 0)],
+      "real paths: the cwd and the file as the kernel resolves them (not %s/x/t), the "
+      "name given kept" % d)
+
 # --- the uprobe way, on request: the library functions themselves ------------------------
 script = os.path.join(dctest.workdir("posix-up"), "uprobe.lua")
 with open(script, "w") as f:
