@@ -139,6 +139,11 @@ static const char *base_name(const char *p)
 static void write_record(struct dc_consumer *c, const struct dc_record *r)
 {
 	const char *fh = r->path ? dc_writer_file(c->w, r->pid, r->tid, r->path) : NULL;
+	char fh2[17] = "";
+	if (r->path2) /* (dc_writer_file's hash lives until its next call) */
+		snprintf(fh2, sizeof(fh2), "%s", dc_writer_file(c->w, r->pid, r->tid, r->path2));
+	if (fh && r->path2)
+		fh = dc_writer_file(c->w, r->pid, r->tid, r->path);
 	dc_writer_begin(c->w, r->id, r->name, r->cat, r->pid, r->tid, r->ts_us, r->dur_us);
 	if (r->level > 0) {
 		dc_writer_arg_int(c->w, "level", r->level);
@@ -146,6 +151,8 @@ static void write_record(struct dc_consumer *c, const struct dc_record *r)
 	}
 	if (fh)
 		dc_writer_arg_str(c->w, "fhash", fh);
+	if (fh2[0])
+		dc_writer_arg_str(c->w, "fhash2", fh2);
 	for (int i = 0; i < r->nargs; i++) {
 		if (r->args[i].is_str)
 			dc_writer_arg_str(c->w, r->args[i].key, r->args[i].s);
@@ -168,6 +175,7 @@ static int call_ok(const struct dc_func *f, int64_t ret)
 /* What on_call learned from an event's args for the path and the effect. */
 struct decoded {
 	int fdi, dirfdi, inoi, devi;
+	int fd2i;            /* a second fd argument (copy_file_range's fd_out), -1 none */
 	int64_t fd;          /* a FILE *'s fd (aux), -1 none */
 	int has_handle;
 	uint64_t handle;     /* DIR *, MPI_File: the handle the event is about */
@@ -292,10 +300,11 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 	r->level = e->level;
 	r->p_idx = e->parent ? (int64_t)e->parent : -1;
 	r->path = NULL;
+	r->path2 = NULL;
 	r->nargs = 0;
 	r->used = 0;
 
-	struct decoded d = { -1, -1, -1, -1, -1, 0, 0, 0, 0 };
+	struct decoded d = { -1, -1, -1, -1, -1, -1, 0, 0, 0, 0 };
 	int flagsi = c->flags_arg[e->probe];
 	int64_t size = -1, nmemb = -1, elems = -1, tsize = -1;
 	int aux = (e->flags & DC_F_AUX) != 0;
@@ -306,6 +315,8 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		case DC_ARG_FD:
 			if (d.fdi < 0)
 				d.fdi = i;
+			else if (d.fd2i < 0)
+				d.fd2i = i;
 			dc_rec_int(r, a->name, (int)v);
 			break;
 		case DC_ARG_DIRFD:
@@ -472,6 +483,9 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		const char *k = dc_rec_keep(r, r->path, strlen(r->path));
 		r->path = k;
 	}
+	/* a call on two files (copy_file_range, sendfile, splice): the second one's path */
+	const char *p2 = d.fd2i >= 0 ? dc_files_fd_at(pf, (int)e->args[d.fd2i], e->ts) : NULL;
+	r->path2 = p2 ? dc_rec_keep(r, p2, strlen(p2)) : NULL;
 	int finished = !(e->flags & (DC_F_UNFINISHED | DC_F_ENTRY | DC_F_UNWOUND)) &&
 		       !(pr->mech != DC_MECH_UPROBE && ret <= -512 && ret >= -516);
 	if (f->effect != DC_FX_NONE && finished && call_ok(f, ret))
