@@ -1,0 +1,133 @@
+"""datacrumbs.chrome: converts DFTracer traces (.pfw, .pfw.gz: datacrumbs' or upstream's)
+to the Chrome trace format's JSON object form, which Perfetto, Catapult's trace viewer,
+the DevTools Performance panel and speedscope open.
+
+usage: datacrumbs convert --chrome [-o OUT.json] TRACE...
+       (python3 -m datacrumbs.chrome [-o OUT.json] TRACE...)
+
+A .pfw.gz holds one JSON object a line with no commas between them (the format contract
+of DFTracer's line readers), which the Chrome viewers refuse; the output here is one
+strict JSON document {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}:
+- complete events keep name, cat, pid, tid, ts, dur and args; fhash and hhash are
+  replaced by `file` and `host` (the FH and HH records' strings);
+- process_name and thread_name become the Chrome metadata records (args {"name": ...});
+  an MPI rank's process is sorted by its rank (process_sort_index);
+- profile mode counters carry numbers only: the file goes into the counter's name
+  ("write /path/x"), the args keep count, dur_*, size_*;
+- the tracer's start and end records stay as events (dur 0), their figures (num_events,
+  lost, dropped, ...) are also in otherData, with the host and the command line.
+Several traces go into one document (pids of different hosts are not told apart: one
+job's traces). Output to stdout without -o. Standard library only."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from datacrumbs import analysis  # noqa: E402
+
+NUMERIC = (int, float)
+
+
+def convert(paths):
+    """The Chrome trace document (a dict) of the traces at `paths`."""
+    out, other = [], {"source": "datacrumbs", "traces": []}
+    for path in analysis.trace_files(paths):
+        t = analysis.Trace(path)
+        info = {"file": path, "complete": t.closed, "hosts": sorted(set(t.hosts.values()))}
+        for rec, key in ((t.start, "start"), (t.end, "end")):
+            if rec is not None:
+                r = {}
+                for k, v in rec.items():
+                    if k in ("cmd_hash", "exec_hash"):
+                        r[k[:-5]] = t.strings.get(v, v)
+                    elif k == "cwd":
+                        r[k] = t.files.get(v, v)
+                    elif k != "hhash":
+                        r[k] = v
+                info[key] = r
+        other["traces"].append(info)
+        for m in t.meta:
+            n = m.get("name")
+            if n in ("process_name", "thread_name"):
+                out.append({"name": n, "ph": "M", "pid": m.get("pid"), "tid": m.get("tid"),
+                            "args": {"name": (m.get("args") or {}).get("name")}})
+        for pid, rank in sorted(t.ranks.items()):
+            out.append({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": pid,
+                        "args": {"sort_index": rank}})
+            out.append({"name": "process_labels", "ph": "M", "pid": pid, "tid": pid,
+                        "args": {"labels": "rank %d" % rank}})
+        for tag, rec in (("start", t.start), ("end", t.end)):
+            if rec is not None:
+                out.append({"name": tag, "cat": "datacrumbs", "ph": "X", "pid": rec["pid"],
+                            "tid": rec["pid"], "ts": rec["ts"], "dur": 0,
+                            "args": {k: v for k, v in info[tag].items() if k not in ("ts", "pid")}})
+        for e in t.events:
+            a = e.get("args") or {}
+            if e.get("ph") == "C":
+                f = t.file(a)
+                out.append({"name": e.get("name") + (" " + f if f else ""), "cat": e.get("cat"),
+                            "ph": "C", "pid": e.get("pid"), "tid": e.get("tid"),
+                            "ts": e.get("ts"),
+                            "args": {k: v for k, v in a.items()
+                                     if isinstance(v, NUMERIC) and not isinstance(v, bool)
+                                     and k not in ("hhash", "fhash")}})
+                continue
+            args = {}
+            for k, v in a.items():
+                if k == "hhash":
+                    continue
+                if k == "fhash":
+                    args["file"] = t.files.get(v, v)
+                else:
+                    args[k] = v
+            ev = {"name": e.get("name"), "cat": e.get("cat"), "ph": "X", "pid": e.get("pid"),
+                  "tid": e.get("tid"), "ts": e.get("ts"), "dur": e.get("dur", 0), "args": args}
+            if "id" in e:
+                ev["id"] = e["id"]
+            out.append(ev)
+    return {"traceEvents": out, "displayTimeUnit": "ms", "otherData": other}
+
+
+def dump(doc, f):
+    json.dump(doc, f, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+USAGE = "usage: datacrumbs convert --chrome [-o OUT.json] TRACE...  (see --help)"
+
+
+def main(argv):
+    if "-h" in argv or "--help" in argv:
+        print(__doc__)
+        return 0
+    argv = [a for a in argv if a != "--chrome"]
+    out = None
+    if "-o" in argv:
+        i = argv.index("-o")
+        if i + 1 >= len(argv):
+            print(USAGE, file=sys.stderr)
+            return 2
+        out = argv[i + 1]
+        del argv[i:i + 2]
+    if not argv or any(a.startswith("-") for a in argv):
+        print(USAGE, file=sys.stderr)
+        return 2
+    for p in argv:
+        if not os.path.exists(p):
+            print("datacrumbs convert: %s: no such file or directory" % p, file=sys.stderr)
+            return 1
+    doc = convert(argv)
+    if out:
+        with open(out, "w", encoding="utf-8") as f:
+            dump(doc, f)
+    else:
+        dump(doc, sys.stdout)
+        sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
