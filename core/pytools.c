@@ -1,7 +1,7 @@
 /* pytools.c: `datacrumbs convert|report|summary|validate ARGS` exec the Python tools
  * shipped with datacrumbs: $DATACRUMBS_PYTHON (default: the interpreter found at configure
  * time, DC_PYTHON) on <prefix>/share/datacrumbs/python/... when installed (beside
- * bin/datacrumbs), else the source tree's. */
+ * bin/datacrumbs), else on the source tree's python/ and scripts/ files. */
 #include "pytools.h"
 
 #include <limits.h>
@@ -11,11 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const struct { const char *cmd, *file; } tools[] = {
-	{ "convert", "datacrumbs/chrome.py" },
-	{ "report", "datacrumbs/report.py" },
-	{ "summary", "pfw_summary.py" },
-	{ "validate", "pfw_validate.py" },
+/* file: under share/datacrumbs/python when installed; src: in the source tree */
+static const struct { const char *cmd, *file, *src; } tools[] = {
+	{ "convert", "datacrumbs/chrome.py", "python/datacrumbs/chrome.py" },
+	{ "report", "datacrumbs/report.py", "python/datacrumbs/report.py" },
+	{ "summary", "pfw_summary.py", "scripts/pfw_summary.py" },
+	{ "validate", "pfw_validate.py", "scripts/pfw_validate.py" },
 };
 
 int dc_pytool_is(const char *cmd)
@@ -26,13 +27,13 @@ int dc_pytool_is(const char *cmd)
 	return 0;
 }
 
-/* The python/ directory: <prefix>/share/datacrumbs/python beside an installed binary,
- * else DC_SOURCE_DIR/python. */
+/* The installed python directory: <prefix>/share/datacrumbs/python beside an installed
+ * binary; "" for a build tree's binary (then the source tree's files are run). */
 static void python_dir(char *out, size_t n)
 {
 	char exe[PATH_MAX];
 	struct stat st;
-	snprintf(out, n, "%s/python", DC_SOURCE_DIR);
+	out[0] = 0;
 	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (len <= 0)
 		return;
@@ -54,15 +55,20 @@ static void python_dir(char *out, size_t n)
 
 int dc_pytool_main(int argc, char **argv)
 {
-	const char *file = NULL;
+	const char *file = NULL, *src = NULL;
 	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
-		if (!strcmp(argv[0], tools[i].cmd))
+		if (!strcmp(argv[0], tools[i].cmd)) {
 			file = tools[i].file;
+			src = tools[i].src;
+		}
 	if (!file)
 		return 125;
 	char dir[PATH_MAX], script[PATH_MAX + 64];
 	python_dir(dir, sizeof(dir));
-	snprintf(script, sizeof(script), "%s/%s", dir, file);
+	if (dir[0])
+		snprintf(script, sizeof(script), "%s/%s", dir, file);
+	else
+		snprintf(script, sizeof(script), "%s/%s", DC_SOURCE_DIR, src);
 	const char *py = getenv("DATACRUMBS_PYTHON");
 	if (!py || !*py)
 		py = DC_PYTHON;
