@@ -5,10 +5,12 @@
 #include "pytools.h"
 
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* file: under share/datacrumbs/python when installed; src: in the source tree */
@@ -83,4 +85,24 @@ int dc_pytool_main(int argc, char **argv)
 	fprintf(stderr, "datacrumbs %s: cannot run %s (set DATACRUMBS_PYTHON): %m\n", argv[0], py);
 	free(args);
 	return 125;
+}
+
+int dc_pytool_summary(const char *trace)
+{
+	fflush(stderr);
+	pid_t p = fork();
+	if (p < 0)
+		return -1;
+	if (p == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		dup2(2, 1);
+		char *argv[] = { "summary", (char *)trace, NULL };
+		_exit(dc_pytool_main(2, argv));
+	}
+	int st;
+	while (waitpid(p, &st, 0) < 0)
+		;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

@@ -9,4 +9,8 @@ int dc_pytool_is(const char *cmd);
 /* Execs the tool of argv[0] with argv[1..]; returns only on failure (125). */
 int dc_pytool_main(int argc, char **argv);
 
+/* Runs `datacrumbs summary TRACE` with its output on stderr and waits for it (signals
+ * unblocked in it); returns its exit status, or -1. */
+int dc_pytool_summary(const char *trace);
+
 #endif
