@@ -5,7 +5,8 @@ document of an io_all.lua trace of prog_mpiio under MPICH (2 ranks) is loaded in
 DevTools Performance panel's trace engine (npm @paulirish/trace_engine) in headless Debian
 Chromium: the engine must find each rank (process "Rank N") with exactly the trace's events,
 and the MPI-IO calls' POSIX children nested under them as the trace's p_idx says; no console
-error. The upstream DFTracer trace (../shared/traces) is converted and loaded too.
+error; speedscope (npm) opens it too, one profile per thread, every stack well nested.
+The upstream DFTracer trace (../shared/traces) is converted and loaded too.
 Screenshots: $VIEWER_SHOTS (default TEST_OUT/viewers-shots)."""
 import collections
 import json
@@ -109,6 +110,24 @@ try:
     errs = [m for m in b.console() if m["level"] == "SEVERE"]
     equal(errs, [], "browser console errors (MPI trace)")
     print("screenshot:", b.screenshot(os.path.join(SHOTS, "trace-engine-mpi.png")))
+
+    # speedscope (npm speedscope, its built app): imports the document as a Trace Event
+    # Format profile, one profile per thread, and finds every call stack well nested (it
+    # warns "Tried to end ..." or "... still open" on the console otherwise)
+    b.open(srv.url + "node_modules/speedscope/dist/release/index.html#profileURL=" + srv.url +
+           "mpi.json&title=mpi")
+    bar = b.wait_promise(
+        "new Promise(res => { const f = () => { if (document.title !== 'speedscope' || "
+        "/rror/.test(document.body.innerText)) res(document.body.innerText); "
+        "else setTimeout(f, 50); }; f(); })")
+    equal(bar.split("\n")[1] if "\n" in bar else bar, "mpi (1/%d)" % len(want_n),
+          "speedscope: one profile per thread with events")
+    log = b.console()
+    equal([m["message"] for m in log if m["level"] == "SEVERE" or "Tried to end" in m["message"]
+           or "still open" in m["message"]], [], "speedscope: no error, every stack nested")
+    check(any("Importing as Trace Event Format profile" in m["message"] for m in log),
+          "speedscope imported it as a Trace Event Format profile")
+    print("screenshot:", b.screenshot(os.path.join(SHOTS, "speedscope-mpi.png")))
 
     up = dctest.upstream_trace()
     if up:

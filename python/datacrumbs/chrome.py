@@ -9,7 +9,9 @@ A .pfw.gz holds one JSON object a line with no commas between them (the format c
 of DFTracer's line readers), which the Chrome viewers refuse; the output here is one
 strict JSON document {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}:
 - complete events keep name, cat, pid, tid, ts, dur and args; fhash and hhash are
-  replaced by `file` and `host` (the FH and HH records' strings);
+  replaced by `file` and `host` (the FH and HH records' strings); a call's end is cut to
+  its parent's (p_idx) where the rounding to microseconds put it up to 2 us later, so that
+  viewers building stacks from times see the nesting the trace has;
 - process_name and thread_name become the Chrome metadata records (args {"name": ...});
   an MPI rank's process is sorted by its rank (process_sort_index);
 - profile mode counters carry numbers only: the file goes into the counter's name
@@ -26,6 +28,36 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from datacrumbs import analysis  # noqa: E402
 
 NUMERIC = (int, float)
+
+
+def clamped_ends(events):
+    """(pid, tid, id) -> the end (ts + dur) of each complete event, cut to its parent's end
+    (p_idx) where rounding put it later: ts and dur are each rounded down from nanoseconds,
+    so a child can seem to end up to 2 us after its parent, which viewers that build call
+    stacks from times alone (speedscope, the DevTools engine) read as a broken stack.
+    Upstream's ids repeat, so its p_idx is not followed (their events are kept as they are)."""
+    by = {}
+    for e in events:
+        if e.get("ph") == "X" and "id" in e:
+            by[(e.get("pid"), e.get("tid"), e["id"])] = e
+    ends = {}
+
+    def end(k, depth=0):
+        if k in ends:
+            return ends[k]
+        e = by[k]
+        a = e.get("args") or {}
+        v = e.get("ts", 0) + e.get("dur", 0)
+        pk = (k[0], k[1], a.get("p_idx"))
+        p = by.get(pk)
+        if p is not None and depth < 64 and (p.get("args") or {}).get("level", 0) + 1 == a.get("level"):
+            v = min(v, end(pk, depth + 1))
+        ends[k] = v
+        return v
+
+    for k in by:
+        end(k)
+    return ends
 
 
 def convert(paths):
@@ -61,6 +93,7 @@ def convert(paths):
                 out.append({"name": tag, "cat": "datacrumbs", "ph": "X", "pid": rec["pid"],
                             "tid": rec["pid"], "ts": rec["ts"], "dur": 0,
                             "args": {k: v for k, v in info[tag].items() if k not in ("ts", "pid")}})
+        ends = clamped_ends(t.events)
         for e in t.events:
             a = e.get("args") or {}
             if e.get("ph") == "C":
@@ -80,8 +113,10 @@ def convert(paths):
                     args["file"] = t.files.get(v, v)
                 else:
                     args[k] = v
+            ts = e.get("ts", 0)
+            end = ends.get((e.get("pid"), e.get("tid"), e.get("id")), ts + e.get("dur", 0))
             ev = {"name": e.get("name"), "cat": e.get("cat"), "ph": "X", "pid": e.get("pid"),
-                  "tid": e.get("tid"), "ts": e.get("ts"), "dur": e.get("dur", 0), "args": args}
+                  "tid": e.get("tid"), "ts": ts, "dur": max(0, end - ts), "args": args}
             if "id" in e:
                 ev["id"] = e["id"]
             out.append(ev)
