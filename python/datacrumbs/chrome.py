@@ -134,6 +134,9 @@ def main(argv):
     if "-h" in argv or "--help" in argv:
         print(__doc__)
         return 0
+    if "--chrome" not in argv:
+        print(USAGE + "\n(--chrome: the only output format so far)", file=sys.stderr)
+        return 2
     argv = [a for a in argv if a != "--chrome"]
     out = None
     if "-o" in argv:
