@@ -201,7 +201,7 @@ def test_script_help():
     exit 0, nothing traced."""
     src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts")
     names = sorted(f for f in os.listdir(src) if f.endswith(".lua"))
-    t.equal(len(names), 13, "shipped scripts")
+    t.check(len(names) >= 13, "shipped scripts: %d" % len(names))
     for n in names:
         r = as_nobody(["run", n, "--help"])
         t.equal((r.returncode, r.stderr), (0, ""), "%s --help: exit status, stderr" % n)
