@@ -11,7 +11,11 @@ strict JSON document {"traceEvents": [...], "displayTimeUnit": "ms", "otherData"
 - complete events keep name, cat, pid, tid, ts, dur and args; fhash and hhash are
   replaced by `file` and `host` (the FH and HH records' strings); a call's end is cut to
   its parent's (p_idx) where the rounding to microseconds put it up to 2 us later, so that
-  viewers building stacks from times see the nesting the trace has;
+  viewers building stacks from times see the nesting the trace has; and where rounding
+  to microseconds made a call start at its parent's end or with its sibling, its start and
+  end move by nanoseconds so that the nesting by time is the nesting by p_idx
+  (exact_nesting); times are microseconds since otherData.ts_origin_us (the first event:
+  a double holds nanoseconds only that close to its origin);
 - process_name and thread_name become the Chrome metadata records (args {"name": ...});
   an MPI rank's process is sorted by its rank (process_sort_index);
 - profile mode counters carry numbers only: the file goes into the counter's name
@@ -58,6 +62,59 @@ def clamped_ends(events):
     for k in by:
         end(k)
     return ends
+
+
+def exact_nesting(xs):
+    """Makes the nesting by time equal the nesting by p_idx, for the viewers that only have
+    times: ts and dur are whole microseconds, each rounded down, so a call can seem to start
+    at its parent's end or together with its sibling. Per thread whose every p_idx names an
+    event one level up (datacrumbs' traces; not upstream's, whose parents are often not
+    written), the call tree is walked in order and each start and end gets a time in
+    nanoseconds: its own microsecond, or 1 ns after the previous boundary, whichever is
+    later. Events of other threads keep their times. Sorts xs by start."""
+    threads = {}
+    for e in xs:
+        threads.setdefault((e["pid"], e["tid"]), []).append(e)
+    for evs in threads.values():
+        by = {e["id"]: e for e in evs if "id" in e}
+        kids, roots, ok = {}, [], True
+        for e in evs:
+            a = e["args"]
+            pi = a.get("p_idx", -1)
+            if not isinstance(pi, int) or pi < 0:
+                roots.append(e)
+                continue
+            p = by.get(pi)
+            if p is None or p["args"].get("level", 0) + 1 != a.get("level"):
+                ok = False
+                break
+            kids.setdefault(pi, []).append(e)
+        if not ok:
+            continue
+        order = lambda e: (e["ts"], -e["dur"], e.get("id", 0))  # noqa: E731
+        last = [None]
+
+        def at(us):
+            v = us * 1000
+            if last[0] is not None and v <= last[0]:
+                v = last[0] + 1
+            last[0] = v
+            return v
+
+        stack = [(e, False) for e in sorted(roots, key=order, reverse=True)]
+        starts = {}
+        while stack:
+            e, done = stack.pop()
+            if done:
+                b = starts[id(e)]
+                end = at(e["ts"] + e["dur"])
+                e["ts"], e["dur"] = b / 1000.0, (end - b) / 1000.0
+                continue
+            starts[id(e)] = at(e["ts"])
+            stack.append((e, True))
+            for c in sorted(kids.get(e.get("id"), []), key=order, reverse=True):
+                stack.append((c, False))
+    xs.sort(key=lambda e: (e["ts"], -e["dur"]))
 
 
 def convert(paths):
@@ -120,7 +177,17 @@ def convert(paths):
             if "id" in e:
                 ev["id"] = e["id"]
             out.append(ev)
-    return {"traceEvents": out, "displayTimeUnit": "ms", "otherData": other}
+    xs = [e for e in out if e["ph"] == "X"]
+    origin = min([e["ts"] for e in out if isinstance(e.get("ts"), int)] or [0])
+    other["ts_origin_us"] = origin
+    for e in out:
+        if isinstance(e.get("ts"), int):
+            e["ts"] -= origin  # whole microseconds still: exact
+    exact_nesting(xs)
+    for e in xs:
+        e["ts"], e["dur"] = round(e["ts"], 3), round(e["dur"], 3)
+    return {"traceEvents": [e for e in out if e["ph"] != "X"] + xs, "displayTimeUnit": "ms",
+            "otherData": other}
 
 
 def dump(doc, f):
