@@ -154,6 +154,8 @@ def main(argv):
     for p in argv:
         try:
             summarize(p, top)
+        except BrokenPipeError:
+            raise
         except OSError as e:
             print("pfw_summary.py: %s: %s" % (p, e.strerror or e), file=sys.stderr)
             rc = 1
@@ -163,6 +165,7 @@ def main(argv):
 if __name__ == "__main__":
     try:
         sys.exit(main(sys.argv[1:]))
-    except BrokenPipeError:  # | head
-        sys.stderr.close()
+    except BrokenPipeError:  # | head: the reader has what it wanted
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error at exit
         sys.exit(0)
