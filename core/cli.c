@@ -26,6 +26,12 @@ static const char main_help[] =
 "                                                        probes; attaches nothing, no root\n"
 "  features [--json]                                     what this kernel and these\n"
 "                                                        privileges let the tracer use\n"
+"  convert --chrome [-o OUT.json] TRACE...               a trace in the Chrome trace\n"
+"                                                        format (Perfetto, DevTools)\n"
+"  report [-o REPORT.html] TRACE|DIR...                  an HTML job report with plots\n"
+"  summary [--top N] TRACE...                            calls, bytes, time per function,\n"
+"                                                        file and process\n"
+"  validate [--partial] TRACE...                         check a trace's format\n"
 "  version                                               print the version\n"
 "\n"
 "  datacrumbs run --help      the options of run\n"
@@ -78,7 +84,11 @@ static const char run_help[] =
 "      --unsafe             let the script start programs and load native code\n"
 "                           (os.execute, io.popen, package.loadlib, C modules,\n"
 "                           luv's spawn and threads): the shipped scripts need none\n"
-"  -q, --quiet              no summary line at the end\n"
+"  -q, --quiet              no summary line at the end, no status line\n"
+"  -c, --summary            at the end, calls, bytes and time per function, file and\n"
+"                           process on stderr (as strace -c; 'datacrumbs summary')\n"
+"      --no-status          no live status line (events, lost), which is shown only\n"
+"                           when stderr is a terminal\n"
 "  -h, --help               this text\n"
 "\n"
 "Other arguments after SCRIPT are the script's own (the Lua global `arg`);\n"
@@ -205,6 +215,10 @@ int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
 						   "'%s'", o->user ? o->user : "");
 		} else if ((IS("-q") || IS("--quiet")) && !eq) {
 			o->quiet = 1;
+		} else if ((IS("-c") || IS("--summary")) && !eq) {
+			o->summary = 1;
+		} else if (IS("--no-status") && !eq) {
+			o->no_status = 1;
 		} else if (!o->script) {
 			if (!a[0])
 				return usage_error("%s", "an empty SCRIPT name");

@@ -24,6 +24,8 @@ struct dc_opts {
 	int group_readable;       /* --group-readable: trace mode 0640 (default 0600) */
 	const char *user;         /* -u USER: run CMD as USER (root only), NULL: as we are */
 	int unsafe;               /* --unsafe: the script may start programs, load C code */
+	int summary;              /* -c, --summary: pfw_summary's tables at the end, on stderr */
+	int no_status;            /* --no-status: no live status line on a terminal */
 };
 
 enum { DC_MODE_TRACE = 1, DC_MODE_PROFILE = 2 };

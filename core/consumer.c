@@ -10,6 +10,7 @@
 #include <bpf/libbpf.h>
 
 #include "fdtable.h"
+#include "trust.h"
 #include "mpi.h"
 #include "profile.h"
 #include "record.h"
@@ -41,6 +42,7 @@ struct dc_consumer {
 	struct dc_htab seen;       /* of struct seen, NAME_SLOTS at first */
 	struct dc_record rec;      /* reused for every event */
 	char path[DC_PATH_MAX * 2];
+	char rpath[DC_PATH_MAX * 2]; /* the kernel's path of it (dc_files_real) */
 };
 
 static uint64_t hash64(uint64_t k)
@@ -134,6 +136,11 @@ static const char *base_name(const char *p)
 static void write_record(struct dc_consumer *c, const struct dc_record *r)
 {
 	const char *fh = r->path ? dc_writer_file(c->w, r->pid, r->tid, r->path) : NULL;
+	char fh2[17] = "";
+	if (r->path2) /* (dc_writer_file's hash lives until its next call) */
+		snprintf(fh2, sizeof(fh2), "%s", dc_writer_file(c->w, r->pid, r->tid, r->path2));
+	if (fh && r->path2)
+		fh = dc_writer_file(c->w, r->pid, r->tid, r->path);
 	dc_writer_begin(c->w, r->id, r->name, r->cat, r->pid, r->tid, r->ts_us, r->dur_us);
 	if (r->level > 0) {
 		dc_writer_arg_int(c->w, "level", r->level);
@@ -141,6 +148,8 @@ static void write_record(struct dc_consumer *c, const struct dc_record *r)
 	}
 	if (fh)
 		dc_writer_arg_str(c->w, "fhash", fh);
+	if (fh2[0])
+		dc_writer_arg_str(c->w, "fhash2", fh2);
 	for (int i = 0; i < r->nargs; i++) {
 		if (r->args[i].is_str)
 			dc_writer_arg_str(c->w, r->args[i].key, r->args[i].s);
@@ -163,6 +172,7 @@ static int call_ok(const struct dc_func *f, int64_t ret)
 /* What on_call learned from an event's args for the path and the effect. */
 struct decoded {
 	int fdi, dirfdi, inoi, devi;
+	int fd2i;            /* a second fd argument (copy_file_range's fd_out), -1 none */
 	int64_t fd;          /* a FILE *'s fd (aux), -1 none */
 	int has_handle;
 	uint64_t handle;     /* DIR *, MPI_File: the handle the event is about */
@@ -309,6 +319,7 @@ static void record_head(struct dc_consumer *c, struct dc_record *r, const struct
 	r->level = e->level;
 	r->p_idx = e->parent ? (int64_t)e->parent : -1;
 	r->path = NULL;
+	r->path2 = NULL;
 	r->nargs = 0;
 	r->used = 0;
 }
@@ -329,6 +340,8 @@ static void record_args(struct dc_consumer *c, struct dc_record *r, const struct
 		case DC_ARG_FD:
 			if (d->fdi < 0)
 				d->fdi = i;
+			else if (d->fd2i < 0)
+				d->fd2i = i;
 			dc_rec_int(r, a->name, (int)v);
 			break;
 		case DC_ARG_DIRFD:
@@ -456,17 +469,37 @@ static int64_t record_ret(struct dc_record *r, const struct dc_probe *pr,
 	return ret;
 }
 
-/* Sets r->path to the file call e is about: its path argument made absolute, else its
- * fd's, FILE's, handle's or inode's path, copied into r (the fd table may change below);
- * NULL: none. */
+/* Sets r->path to the file call e (of probe pr, returning ret) is about: its path argument
+ * made absolute and real, else its fd's, FILE's, handle's or inode's path, copied into r
+ * (the fd table may change below), NULL: none; and r->path2 to its second fd's. */
 static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
-			struct dc_record *r, const struct dc_event *e, const char *epath,
-			const struct decoded *d)
+			struct dc_record *r, const struct dc_probe *pr, const struct dc_event *e,
+			const char *epath, const struct decoded *d, int64_t ret)
 {
+	const struct dc_func *f = pr->func;
 	if (epath) {
 		r->path = dc_files_resolve(pf, d->dirfdi >= 0,
 					   d->dirfdi >= 0 ? (int)e->args[d->dirfdi] : 0,
 					   epath, c->path, sizeof(c->path));
+		/* the file's real path (symlinked directories resolved), with the name the
+		 * program gave kept as `pathname` when they differ */
+		const char *real = NULL;
+		/* resolved with the invoking user's rights under sudo (as script code runs):
+		 * root's resolution would show what lies behind directories the user cannot
+		 * search */
+		dc_trust_enter_script();
+		if (r->path && f->effect == DC_FX_CHDIR && ret == 0)
+			real = realpath(r->path, c->rpath); /* a cwd: every component resolved */
+		else if (r->path)
+			real = dc_files_real(r->pid, f->effect == DC_FX_OPEN ? ret : -1, e->dev,
+					     e->ino, r->path, c->rpath, sizeof(c->rpath));
+		dc_trust_leave_script();
+		if (real && strcmp(real, r->path)) {
+			const char *given = dc_rec_keep(r, epath, strlen(epath));
+			if (given)
+				dc_rec_str(r, "pathname", given);
+			r->path = real;
+		}
 	} else if (d->fdi >= 0) {
 		r->path = dc_files_fd_at(pf, (int)e->args[d->fdi], e->ts);
 	} else if (d->fd >= 0) {
@@ -481,6 +514,9 @@ static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
 		const char *k = dc_rec_keep(r, r->path, strlen(r->path));
 		r->path = k;
 	}
+	/* a call on two files (copy_file_range, sendfile, splice): the second one's path */
+	const char *p2 = d->fd2i >= 0 ? dc_files_fd_at(pf, (int)e->args[d->fd2i], e->ts) : NULL;
+	r->path2 = p2 ? dc_rec_keep(r, p2, strlen(p2)) : NULL;
 }
 
 /* Hands the record of a call on: into profile mode's aggregates (a call BPF could not
@@ -522,11 +558,11 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		pf = dc_files_get(e->pid);
 	}
 	struct dc_record *r = &c->rec;
-	struct decoded d = { -1, -1, -1, -1, -1, 0, 0, 0, 0 };
+	struct decoded d = { -1, -1, -1, -1, -1, -1, 0, 0, 0, 0 };
 	record_head(c, r, pr, e);
 	record_args(c, r, pr, e, &d);
 	int64_t ret = record_ret(r, pr, e);
-	record_path(c, pf, r, e, epath, &d);
+	record_path(c, pf, r, pr, e, epath, &d, ret);
 	int finished = !(e->flags & (DC_F_UNFINISHED | DC_F_ENTRY | DC_F_UNWOUND)) &&
 		       !restarted(pr, ret);
 	if (f->effect != DC_FX_NONE && finished && call_ok(f, ret))

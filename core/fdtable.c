@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -362,5 +363,69 @@ char *dc_files_resolve(const struct dc_proc_files *p, int use_dirfd, long dirfd,
 		snprintf(out, cap, "%s/%s", base, path);
 	}
 	fold_path(out);
+	return out;
+}
+
+#define DC_REAL_TTL_NS 100000000ULL
+#define NREALDIRS 16
+
+/* A few directories' real paths: lexical -> real, when found (CLOCK_MONOTONIC ns). */
+static struct {
+	char dir[PATH_MAX], real[PATH_MAX];
+	uint64_t when;
+} realdirs[NREALDIRS];
+static unsigned realdir_next;
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
+}
+
+/* The real path of directory `dir` (cached), or NULL. */
+static const char *real_dir(const char *dir)
+{
+	uint64_t now = now_ns();
+	for (unsigned i = 0; i < NREALDIRS; i++)
+		if (realdirs[i].when && now - realdirs[i].when < DC_REAL_TTL_NS &&
+		    !strcmp(realdirs[i].dir, dir))
+			return realdirs[i].real;
+	char buf[PATH_MAX];
+	if (strlen(dir) >= PATH_MAX || !realpath(dir, buf))
+		return NULL;
+	unsigned k = realdir_next++ % NREALDIRS;
+	snprintf(realdirs[k].dir, sizeof(realdirs[k].dir), "%s", dir);
+	snprintf(realdirs[k].real, sizeof(realdirs[k].real), "%s", buf);
+	realdirs[k].when = now;
+	return realdirs[k].real;
+}
+
+const char *dc_files_real(int pid, long fd, uint64_t dev, uint64_t ino, const char *lexical,
+			  char *out, unsigned cap)
+{
+	if (lexical[0] != '/')
+		return lexical;
+	if (fd >= 0 && ino) {
+		char link[64];
+		struct stat st;
+		snprintf(link, sizeof(link), "/proc/%d/fd/%ld", pid, fd);
+		ssize_t n = readlink(link, out, cap - 1);
+		if (n > 0 && (size_t)n < cap - 1 && out[0] == '/' && !stat(link, &st) &&
+		    (uint64_t)st.st_ino == ino && (uint64_t)st.st_dev == dev) {
+			out[n] = 0;
+			if (!strstr(out, " (deleted)"))
+				return out;
+		}
+	}
+	const char *slash = strrchr(lexical, '/');
+	char dir[PATH_MAX];
+	if (slash == lexical)
+		return lexical; /* in / itself */
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - lexical), lexical);
+	const char *real = real_dir(dir);
+	if (!real)
+		return lexical;
+	snprintf(out, cap, "%s%s", strcmp(real, "/") ? real : "", slash);
 	return out;
 }

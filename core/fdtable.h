@@ -51,4 +51,15 @@ const char *dc_files_inode(uint64_t dev, uint64_t ino);
 char *dc_files_resolve(const struct dc_proc_files *p, int use_dirfd, long dirfd,
 		       const char *path, char *out, unsigned cap);
 
+/* The kernel's path of a file a call named by `lexical` (an absolute path made by
+ * dc_files_resolve): for a call that opened it (fd >= 0, and ino/dev the inode BPF read
+ * from the new fd), what /proc/PID/fd/FD links to, when that fd still holds the same inode;
+ * otherwise the real path of its directory (realpath(3): symlinks resolved, bind mounts as
+ * the tracer sees them) and its last component. Writes into out (cap bytes) and returns
+ * out, or returns `lexical` itself when neither works (a process gone and a directory
+ * removed since the call). Directories' real paths are kept for 100 ms (DC_REAL_TTL_NS):
+ * a loop over one directory's files costs one realpath. */
+const char *dc_files_real(int pid, long fd, uint64_t dev, uint64_t ino, const char *lexical,
+			  char *out, unsigned cap);
+
 #endif

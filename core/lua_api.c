@@ -1400,6 +1400,10 @@ static void push_event(lua_State *L, const struct dc_record *r)
 		lua_pushstring(L, r->path);
 		lua_setfield(L, -2, "path");
 	}
+	if (r->path2) {
+		lua_pushstring(L, r->path2);
+		lua_setfield(L, -2, "path2");
+	}
 	lua_createtable(L, 0, r->nargs);
 	for (int i = 0; i < r->nargs; i++) {
 		if (r->args[i].is_str)
@@ -1448,6 +1452,7 @@ int dc_script_event(struct dc_script *s, struct dc_record *r)
 	read_str_field(L, r, "name", &r->name, 0);
 	read_str_field(L, r, "cat", &r->cat, 0);
 	read_str_field(L, r, "path", &r->path, 1);
+	read_str_field(L, r, "path2", &r->path2, 1);
 	/* times: microseconds, ts after 2020 (the format contract), dur not negative */
 	raw_field(L, -1, "ts");
 	if (lua_isinteger(L, -1) && lua_tointeger(L, -1) > 1577836800000000LL)

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "dc_features.h"
 #include "list.h"
+#include "pytools.h"
 #include "session.h"
 
 int main(int argc, char **argv)
@@ -16,6 +17,8 @@ int main(int argc, char **argv)
 		return dc_list_main(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "check"))
 		return dc_check_main(argc - 1, argv + 1);
+	if (argc >= 2 && dc_pytool_is(argv[1]))
+		return dc_pytool_main(argc - 1, argv + 1);
 	struct dc_opts o;
 	int r = dc_cli_parse(argc, argv, &o);
 	if (r == 0)

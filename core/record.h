@@ -25,6 +25,8 @@ struct dc_record {
 	int level;            /* nesting depth, 1 = outermost; 0: not written */
 	int64_t p_idx;        /* enclosing event's id, -1 none */
 	const char *path;     /* absolute file path (gives fhash), NULL none */
+	const char *path2;    /* a second file of the call (gives fhash2): copy_file_range's
+				 fd_out, sendfile's in_fd, splice's fd_out; NULL none */
 	int counter;          /* 1: a counter event (profile mode), 0: a complete event */
 	int nargs;
 	struct dc_rec_arg args[DC_REC_ARGS];

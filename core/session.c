@@ -33,6 +33,7 @@
 #include "trust.h"
 #include "util.h"
 #include "writer.h"
+#include "pytools.h"
 
 /* The user CMD runs as (-u USER), resolved before the start. */
 struct run_as {
@@ -71,6 +72,7 @@ struct session {
 	int pidfd;
 	struct dc_outspec out;    /* -o and how the trace file is created */
 	char trace_path[PATH_MAX];
+	int status_line;     /* a live status line is on stderr (a terminal) */
 	/* what the steps of dc_session_run hand on to the next ones */
 	int rc;                   /* the exit code so far (DC_EXIT_FAIL until the run ends) */
 	struct run_as ra;         /* -u USER */
@@ -356,6 +358,13 @@ static void on_flush(uv_timer_t *t)
 	struct session *s = t->data;
 	if (!s->cut && dc_writer_flush(s->w) < 0)
 		cut(s, errno);
+	if (s->status_line && s->cons) {
+		uint64_t st[DC_STAT_NR] = { 0 };
+		dc_bpf_stats(s->bpf, st);
+		fprintf(stderr, "\r\033[Kdatacrumbs: %llu events, %llu lost\r",
+			(unsigned long long)dc_consumer_written(s->cons),
+			(unsigned long long)st[DC_STAT_LOST]);
+	}
 }
 
 static void on_sigchld(uv_signal_t *h, int sig)
@@ -953,6 +962,7 @@ static void start_loop(struct session *s)
 	uv_timer_init(&s->loop, &s->flush_timer);
 	s->flush_timer.data = s;
 	uv_timer_start(&s->flush_timer, on_flush, o->flush_ms, o->flush_ms);
+	s->status_line = !o->quiet && !o->no_status && isatty(2);
 	uv_timer_init(&s->loop, &s->drain_timer);
 	s->drain_timer.data = s;
 	uv_timer_start(&s->drain_timer, on_drain, DC_DRAIN_MS, DC_DRAIN_MS);
@@ -1093,11 +1103,15 @@ static void close_trace(struct session *s)
 			fprintf(stderr, "datacrumbs: warning: %llu calls nested deeper than %d on "
 				"one thread were not recorded\n",
 				(unsigned long long)s->stats[DC_STAT_DEEP], DC_MAX_DEPTH);
+		if (s->status_line)
+			fputs("\r\033[K", stderr); /* the status line gives way */
 		if (!o->quiet || !complete)
 			fprintf(stderr, "datacrumbs: %llu events written%s%s, %llu lost, trace %s%s\n",
 				(unsigned long long)n, extra, unwritten,
 				(unsigned long long)s->stats[DC_STAT_LOST], s->trace_path,
 				complete ? "" : " (INCOMPLETE: cut short)");
+		if (o->summary && !s->cut)
+			dc_pytool_summary(s->trace_path);
 		if (s->cut)
 			s->rc = DC_EXIT_FAIL; /* the trace could not be written: datacrumbs failed */
 		else if (!complete && s->rc == 0)

@@ -42,7 +42,8 @@ int dc_trust_search_dir(const char *dir, const char *what, char *err, size_t err
  * other file capabilities from the effective set (capabilities(7) "Effect of user ID
  * changes on capabilities"); leaving restores root's. So a user's script opens only what
  * the user could (not /proc/self/mem of the tracer, not /etc); the BPF calls are not file
- * accesses and keep working. A no-op unless root under sudo. */
+ * accesses and keep working. The consumer resolves traced paths (symlinks) inside them
+ * too. A no-op unless root under sudo. */
 void dc_trust_enter_script(void);
 void dc_trust_leave_script(void);
 

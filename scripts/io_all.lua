@@ -11,6 +11,12 @@
 --   --all     keep the calls on files under /proc and /sys too (dropped by default)
 local dc = require "datacrumbs"
 local filters = require "datacrumbs.filters"
+local options = require "datacrumbs.options"
+local opt = options.parse {
+  name = "io_all.lua",
+  about = "every user-level I/O layer at once: MPI-IO, STDIO and POSIX, nested.",
+  flags = { { "all", "keep the calls on files under /proc and /sys (dropped by default)" } },
+}
 
 dc.probe { layer = "mpiio" }
 dc.probe { layer = "stdio" }
@@ -18,12 +24,6 @@ dc.probe { layer = "posix" }
 dc.probe { layer = "ldso" }
 dc.probe { layer = "aio" }
 
-local keep_all = false
-for _, a in ipairs(arg) do
-  if a == "--all" then keep_all = true
-  else error("unknown option '" .. a .. "' (io_all.lua knows: --all)") end
-end
-
-if not keep_all then
+if not opt.all then
   dc.on_event(filters.drop_prefixes { "/proc/", "/sys/" })
 end

@@ -3,5 +3,10 @@
 -- command issued (device, sector, bytes, op, queue and device time), nested under the
 -- syscall (write, fsync, ...) that issued it (probes/block.yaml).
 local dc = require "datacrumbs"
+local options = require "datacrumbs.options"
+options.parse {
+  name = "io_block.lua",
+  about = "block requests the command issued, under the syscalls that issued them.",
+}
 dc.probe "syscalls"
 dc.probe "block"

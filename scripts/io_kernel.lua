@@ -7,17 +7,18 @@
 --   --all     keep the calls on files under /proc and /sys too (dropped by default)
 local dc = require "datacrumbs"
 local filters = require "datacrumbs.filters"
+local options = require "datacrumbs.options"
+local opt = options.parse {
+  name = "io_kernel.lua",
+  about = "what the kernel did for the command's I/O: syscalls, page cache, block.",
+  flags = { { "all", "keep the calls on files under /proc and /sys (dropped by default)" } },
+}
 
 dc.probe "syscalls"
 dc.probe "aio"
 dc.probe "pagecache"
 dc.probe "block"
 
-local keep_all = false
-for _, a in ipairs(arg) do
-  if a == "--all" then keep_all = true
-  else error("unknown option '" .. a .. "' (io_kernel.lua knows: --all)") end
-end
-if not keep_all then
+if not opt.all then
   dc.on_event(filters.drop_prefixes { "/proc/", "/sys/" })
 end

@@ -10,11 +10,13 @@
 --
 -- Options (after the script name): none.
 local dc = require "datacrumbs"
+local options = require "datacrumbs.options"
+options.parse {
+  name = "io_mpiio.lua",
+  about = "the MPI-IO calls of an MPI program (MPIIO layer), per rank.",
+}
 
 dc.probe { layer = "mpiio" }
 -- no POSIX events, but the fd bookkeeping a rank's files need
 dc.probe { layer = "posix", fds_only = true }
 
-for _, a in ipairs(arg) do
-  error("unknown option '" .. a .. "' (io_mpiio.lua has none)")
-end

@@ -10,18 +10,18 @@
 --   --all     keep the calls on files under /proc and /sys too (dropped by default)
 local dc = require "datacrumbs"
 local filters = require "datacrumbs.filters"
+local options = require "datacrumbs.options"
+local opt = options.parse {
+  name = "io_posix.lua",
+  about = "every libc file call of the command (POSIX layer), one event per call.",
+  flags = { { "all", "keep the calls on files under /proc and /sys (dropped by default)" } },
+}
 
 dc.probe { layer = "posix" }
 dc.probe { layer = "ldso" }   -- the dynamic loader's calls, before libc is there
 dc.probe { layer = "aio" }    -- io_uring and io_submit operations: the I/O libc never sees
 
-local keep_all = false
-for _, a in ipairs(arg) do
-  if a == "--all" then keep_all = true
-  else error("unknown option '" .. a .. "' (io_posix.lua knows: --all)") end
-end
-
-if not keep_all then
+if not opt.all then
   -- pseudo files are not the application's I/O
   dc.on_event(filters.drop_prefixes { "/proc/", "/sys/" })
 end

@@ -9,17 +9,17 @@
 --   --all     keep the calls on files under /proc and /sys too (dropped by default)
 local dc = require "datacrumbs"
 local filters = require "datacrumbs.filters"
+local options = require "datacrumbs.options"
+local opt = options.parse {
+  name = "io_stdio.lua",
+  about = "the buffered stream calls of the command (STDIO layer), one event per call.",
+  flags = { { "all", "keep the calls on files under /proc and /sys (dropped by default)" } },
+}
 
 dc.probe { layer = "stdio" }
 -- no POSIX events, but the opens and dups that tell which file an fd (fdopen's) is
 dc.probe { layer = "posix", fds_only = true }
 
-local keep_all = false
-for _, a in ipairs(arg) do
-  if a == "--all" then keep_all = true
-  else error("unknown option '" .. a .. "' (io_stdio.lua knows: --all)") end
-end
-
-if not keep_all then
+if not opt.all then
   dc.on_event(filters.drop_prefixes { "/proc/", "/sys/" })
 end

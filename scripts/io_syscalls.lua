@@ -9,16 +9,16 @@
 --   --all     keep the calls on files under /proc and /sys too (dropped by default)
 local dc = require "datacrumbs"
 local filters = require "datacrumbs.filters"
+local options = require "datacrumbs.options"
+local opt = options.parse {
+  name = "io_syscalls.lua",
+  about = "the file I/O system calls of the command (SYSCALL layer).",
+  flags = { { "all", "keep the calls on files under /proc and /sys (dropped by default)" } },
+}
 
 dc.probe { layer = "syscalls" }
 dc.probe { layer = "aio" }
 
-local keep_all = false
-for _, a in ipairs(arg) do
-  if a == "--all" then keep_all = true
-  else error("unknown option '" .. a .. "' (io_syscalls.lua knows: --all)") end
-end
-
-if not keep_all then
+if not opt.all then
   dc.on_event(filters.drop_prefixes { "/proc/", "/sys/" })
 end

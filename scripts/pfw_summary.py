@@ -5,7 +5,8 @@ process (MPI ranks by their "Rank N" names).
 
 usage: pfw_summary.py [--top N] TRACE...
   --top N   rows per table (default 10)
-Bytes are the bytes moved: an MPI-IO call's `bytes` (from its MPI_Status), fread/fwrite's
+A call on two files (copy_file_range, sendfile, splice: `fhash2`) counts on both, its bytes
+read from one and written to the other. Bytes are the bytes moved: an MPI-IO call's `bytes` (from its MPI_Status), fread/fwrite's
 `ret` items x `size`, fprintf's and getline's `ret`, else the `ret` of calls that have a `count` arg when it is a byte
 count (0 < ret <= count: read, write, pread...; not fgets' pointer). Time is the sum of
 `dur` (us). The function table counts every event; the file and process tables only
@@ -104,8 +105,11 @@ def summarize(path, top):
             io_ids.add((e.get("pid"), e.get("tid"), e.get("id")))
         rows.append((e.get("pid"), e.get("tid"), a.get("p_idx"), "%s %s" % (e.get("cat"), e.get("name")),
                      files.get(a.get("fhash"), "-"), moved_bytes(a, e.get("name")), e.get("dur", 0), 1))
+        if a.get("fhash2") in files:  # a call on two files: the bytes moved into or out of
+            rows.append((e.get("pid"), e.get("tid"), a.get("p_idx"), None,  # the other too
+                         files[a["fhash2"]], rows[-1][5], e.get("dur", 0), 1))
     for pid, tid, parent, func, f, moved, dur, n in rows:
-        tables = [(func, by_func)]
+        tables = [(func, by_func)] if func else []
         if (pid, tid, parent) not in io_ids:  # a call made by an I/O call counts once, in it
             proc = "%s %s" % (pid, names.get(pid, ""))
             tables += [(f, by_file), (proc.strip(), by_proc)]
@@ -150,6 +154,8 @@ def main(argv):
     for p in argv:
         try:
             summarize(p, top)
+        except BrokenPipeError:
+            raise
         except OSError as e:
             print("pfw_summary.py: %s: %s" % (p, e.strerror or e), file=sys.stderr)
             rc = 1
@@ -159,6 +165,7 @@ def main(argv):
 if __name__ == "__main__":
     try:
         sys.exit(main(sys.argv[1:]))
-    except BrokenPipeError:  # | head
-        sys.stderr.close()
+    except BrokenPipeError:  # | head: the reader has what it wanted
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error at exit
         sys.exit(0)

@@ -8,12 +8,15 @@ PKGS=(gcc g++ make cmake pkg-config clang llvm bpftool
       libbpf-dev libelf-dev liblua5.4-dev lua-luv-dev libuv1-dev zlib1g-dev libyaml-dev
       libssl-dev strace bpftrace procps sqlite3 libc6-dbg lmod man-db libcap2-bin util-linux
       openmpi-bin libopenmpi-dev mpich libmpich-dev hdf5-tools fio
-      libcapstone-dev golang-go libaio1)
+      libcapstone-dev golang-go libaio1
+      chromium chromium-driver python3-pandas python3-matplotlib python3-dask
+      python3-distributed)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 command -v python3 >/dev/null || missing+=(python3)
+command -v npm >/dev/null || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   if [ "$(id -u)" -ne 0 ]; then
@@ -33,3 +36,12 @@ fi
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)"
+
+# the viewers the tests load traces into (tests/viewer/package-lock.json): into build/viewer
+if ! cmp -s tests/viewer/package-lock.json build/viewer/package-lock.json ||
+   [ ! -d build/viewer/node_modules/@paulirish/trace_engine ]; then
+  mkdir -p build/viewer
+  cp tests/viewer/package.json tests/viewer/package-lock.json build/viewer/
+  (cd build/viewer && npm ci --no-audit --no-fund --loglevel=error) ||
+    echo "setup: warning: npm ci failed: the viewer test will SKIP" >&2
+fi

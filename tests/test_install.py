@@ -31,7 +31,10 @@ def main():
     want = ["bin/datacrumbs", "share/man/man1/datacrumbs.1",
             "modulefiles/datacrumbs/" + version,
             "share/datacrumbs/lua/datacrumbs/filters.lua",
-            "share/doc/datacrumbs/lua-api.md", "share/doc/datacrumbs/probes.md"]
+            "share/doc/datacrumbs/lua-api.md", "share/doc/datacrumbs/probes.md",
+            "share/datacrumbs/python/pfw_summary.py", "share/datacrumbs/python/pfw_validate.py"]
+    want += ["share/datacrumbs/python/datacrumbs/" + f for f in
+             os.listdir(os.path.join(src, "python", "datacrumbs")) if f.endswith(".py")]
     want += ["share/datacrumbs/scripts/" + f for f in os.listdir(os.path.join(src, "scripts"))
              if f.endswith(".lua")]
     want += ["share/datacrumbs/probes/" + f for f in os.listdir(os.path.join(src, "probes"))
@@ -61,7 +64,13 @@ def main():
         "echo \"scripts=$DATACRUMBS_SCRIPT_PATH\"\n"
         "echo \"man=$(man -w datacrumbs)\"\n"
         "echo \"manls=$(man -w ls)\"\n"
-        "cd %s && datacrumbs run io_posix.lua -- dd if=/dev/zero of=X bs=4k count=3\n"
+        "cd %s && datacrumbs run io_posix.lua -- dd if=/dev/zero of=X bs=4k count=3 || exit 91\n"
+        "T=$(ls *.pfw.gz)\n"
+        "datacrumbs validate $T && echo validate=ok\n"
+        "datacrumbs summary $T | head -1 | sed 's/^/summary=/'; echo \"summary_rc=${PIPESTATUS[0]}\"\n"
+        "datacrumbs convert --chrome -o x.json $T && echo convert=ok\n"
+        "datacrumbs report -o r.html $T >/dev/null && echo report=ok\n"
+        "python3 -c 'import datacrumbs.analysis as a; print(\"loader=\" + a.__file__)'\n"
         % (LMOD_INIT, prefix, run))
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("DATACRUMBS") and k not in ("MANPATH", "LOADEDMODULES")}
@@ -78,6 +87,12 @@ def main():
     t.check(out.get("manls", "").startswith("/usr/share/man/"),
             "system man pages still found: %r" % out.get("manls"))
 
+    t.equal([out.get(k) for k in ("validate", "summary_rc", "convert", "report")],
+            ["ok", "0", "ok", "ok"], "installed validate, summary | head, convert, report")
+    t.check(re.match(r"dd-.*\.pfw\.gz: 1 processes, \d+ calls, 0 lost$", out.get("summary", "")),
+            "installed summary's first line: %r" % out.get("summary"))
+    t.equal(out.get("loader"), os.path.join(prefix, "share/datacrumbs/python/datacrumbs/analysis.py"),
+            "the loader from the module's PYTHONPATH")
     trace = t.find_trace(run)
     t.check_pfw(trace)
     events, _, _ = t.read_trace(trace)

@@ -188,7 +188,8 @@ def test_check(wd):
     t.equal(r.stderr, "", "check of a script that calls dc.done(0): stderr")
     r = as_nobody(["check", "io_posix.lua", "--bad"])
     t.equal(r.returncode, 125, "a bad script option: 125")
-    t.check(re.search(r"io_posix\.lua:\d+: unknown option '--bad'", r.stderr),
+    t.check(re.search(r"io_posix\.lua: unknown option '--bad' \(see: datacrumbs run io_posix\.lua "
+                      r"--help\)", r.stderr),
             "bad script option message: %r" % r.stderr)
     r = as_nobody(["check", "no_such_script.lua"])
     t.equal(r.returncode, 125, "missing script: 125")
@@ -197,7 +198,21 @@ def test_check(wd):
     t.equal(r.returncode, 2, "check without SCRIPT: usage error")
 
 
+def test_script_help():
+    """Every shipped script answers `datacrumbs run SCRIPT --help`: its usage on stdout,
+    exit 0, nothing traced."""
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts")
+    names = sorted(f for f in os.listdir(src) if f.endswith(".lua"))
+    t.check(len(names) >= 13, "shipped scripts: %d" % len(names))
+    for n in names:
+        r = as_nobody(["run", n, "--help"])
+        t.equal((r.returncode, r.stderr), (0, ""), "%s --help: exit status, stderr" % n)
+        t.check(r.stdout.startswith("usage: datacrumbs run %s " % n) and "\n\n" in r.stdout,
+                "%s --help: usage and a description: %r" % (n, r.stdout[:200]))
+
+
 def main():
+    test_script_help()
     wd = t.workdir("list_check")
     os.chmod(wd, 0o755)
     test_list(wd)

@@ -193,6 +193,47 @@ w = [e for e in got if e["name"] == "write" and e["path"].endswith("child.bin")]
 equal([(e["args"].get("phase"), "count" in e["args"], e["args"]["ret"]) for e in w],
       [("io", False, 777)], "the callback tagged the write and removed its count")
 
+# --- real paths: through a symlinked directory and "..", the file the kernel opened -------
+d = dctest.workdir("posix-real")
+os.makedirs(os.path.join(d, "real", "sub"))
+os.makedirs(os.path.join(d, "real", "x"))
+os.symlink("real/sub", os.path.join(d, "link2"))
+with open(os.path.join(d, "real", "x", "t"), "w") as f:
+    f.write("hello")
+r = dctest.run_dc(["run", "io_posix.lua", "-o", os.path.join(d, "t.pfw.gz"), "--", "sh", "-c",
+                   "cd link2 && cat ../x/t"], cwd=d)
+equal((r.returncode, r.stdout), (0, "hello"), "real paths: the command ran")
+dctest.check_pfw(os.path.join(d, "t.pfw.gz"))
+events, _, _ = dctest.read_trace(os.path.join(d, "t.pfw.gz"))
+got = [(e["name"], e["path"], e["args"].get("pathname"), e["args"].get("ret"))
+       for e in dctest.calls(events) if e["path"] and e["path"].startswith(d + "/")
+       and e["name"] in ("chdir", "openat", "read")]
+# (sh gives chdir the absolute path it made: d/link2)
+equal(got, [("chdir", d + "/real/sub", d + "/link2", 0),
+            ("openat", d + "/real/x/t", None, 3),
+            ("read", d + "/real/x/t", None, 5), ("read", d + "/real/x/t", None, 0)],
+      "real paths: the cwd and the file as the kernel resolves them (not %s/x/t), the "
+      "name given kept" % d)
+
+# --- calls on two files: both named, fhash and fhash2 ----------------------------------------
+d = dctest.workdir("posix-two")
+with open(os.path.join(d, "src"), "wb") as f:
+    f.write(bytes(range(256)) * 48)                         # 12288 bytes
+r = dctest.run_dc(["run", "io_posix.lua", "-o", os.path.join(d, "t.pfw.gz"), "--",
+                   os.environ["PROG_TWOFILE"], d])
+equal(r.returncode, 0, "two files: prog_twofile's exit status (stderr %r)" % r.stderr)
+dctest.check_pfw(os.path.join(d, "t.pfw.gz"))
+events, files, _ = dctest.read_trace(os.path.join(d, "t.pfw.gz"))
+# (a pipe the program made has no name in the trace: pipe(2)'s fds are not followed yet)
+got = [(e["name"], e["path"], files.get(e["args"].get("fhash2")), e["args"]["count"],
+        e["args"]["ret"]) for e in dctest.calls(events) if e["name"] in ("sendfile", "splice")]
+equal(got, [("sendfile", d + "/a", d + "/src", 12288, 12288),
+            ("splice", d + "/src", None, 12288, 12288),
+            ("splice", None, d + "/b", 12288, 12288)],
+      "two files: sendfile (out_fd, in_fd) and splice (fd_in, fd_out) name both files")
+equal([os.path.getsize(os.path.join(d, n)) for n in ("a", "b")], [12288, 12288],
+      "two files: the copies")
+
 # --- the uprobe way, on request: the library functions themselves ------------------------
 script = os.path.join(dctest.workdir("posix-up"), "uprobe.lua")
 with open(script, "w") as f:

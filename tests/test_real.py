@@ -369,6 +369,25 @@ equal(open(P("cp/dst.bin"), "rb").read() == open(P("cp/src.bin"), "rb").read(), 
       "cp: output equals input")
 equal(sum_bytes(g("cp/src.bin"), ("copy_file_range", "read")), n,
       "cp: bytes copied from the source (copy_file_range or read) = its size")
+# copy_file_range names both files: fhash the source, fhash2 the destination; the bytes
+# it moved are credited to both in the summary (read from one, written to the other)
+fh = {m["args"]["value"]: m["args"]["name"] for m in meta if m["name"] == "FH"}
+cfr = [(e["path"], fh.get(e["args"].get("fhash2")), e["args"]["ret"]) for e in dctest.calls(events)
+       if e["name"] == "copy_file_range"]
+check(cfr and {(a, b) for a, b, _ in cfr} == {(P("cp/src.bin"), P("cp/dst.bin"))},
+      "cp: copy_file_range names its source (fhash) and destination (fhash2): %r" % cfr)
+copied = sum(r for _, _, r in cfr if r > 0)
+out = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                   "..", "scripts", "pfw_summary.py"),
+                      "--top", "1000", dctest.find_trace(os.path.join(d, "trace"))],
+                     capture_output=True, text=True).stdout
+sums = {m.group(1): int(m.group(2)) for m in
+            re.finditer(r"^  (\S+)\s+\d+\s+(\d+)\s+\d+$", out, re.M)}
+# (the table shows a long path by its end: "...s/data/cp/src.bin")
+row = lambda rel: [b for f, b in sums.items() if f.endswith("/" + rel)]  # noqa: E731
+equal((row("cp/src.bin"), row("cp/dst.bin")), ([n], [n]),
+      "cp: pfw_summary's bytes of the source and of the destination = the file size "
+      "(%d of them by copy_file_range)" % copied)
 for rel in ("tar/in/a", "tar/in/b", "tar/in/d"):
     equal(sum_bytes(g(rel), ("read",)), INPUTS[rel], "tar: bytes read from %s = its size" % rel)
 # the empty file is only looked at: fstatat(dirfd, "c", AT_SYMLINK_NOFOLLOW) twice (when

@@ -110,4 +110,16 @@ equal([rows.get(("function", k)) for k in ("MPIIO MPI_File_write_at", "STDIO fre
       [(1, 80, 2), (1, 5000, 2), (1, 0, 2), (4, 400, 9)], "mixed: calls, bytes, time per function")
 equal(rows.get(("file", "/d/f")), (7, 5480, 15), "mixed: the file's row")
 equal(rows.get(("process", "7 Rank 3")), (7, 5480, 15), "mixed: the rank's row")
+
+# `pfw_summary.py ... | head -1`: the summary stops at the closed pipe, exit 0, nothing on stderr
+big = os.path.join(dctest.workdir("summary-pipe"), "big.pfw")
+with open(big, "w") as out:
+    out.write("[\n" + "\n".join(head_lines + [ev(i) for i in range(1, 201)]) + "\n]")
+r = subprocess.run("%s %s --top 100000 %s %s %s | head -1" % (sys.executable, SUMMARY, big, big, big),
+                   shell=True, capture_output=True, text=True, executable="/bin/bash")
+sh = subprocess.run(["bash", "-c", "set -o pipefail; %s %s --top 100000 %s | head -c 10 >/dev/null; "
+                     "echo ${PIPESTATUS[0]}" % (sys.executable, SUMMARY, " ".join([big] * 400))],
+                    capture_output=True, text=True)
+equal((sh.stdout.strip(), sh.stderr[:300]), ("0", ""), "pfw_summary.py | head: exit status 0, no stderr")
+equal(r.stdout.count("\n"), 1, "pfw_summary.py | head -1: one line")
 dctest.finish()

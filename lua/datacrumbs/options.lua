@@ -26,6 +26,7 @@ function M.parse(spec)
       for _, f in ipairs(spec.flags or {}) do
         io.stdout:write(("  --%-14s %s\n"):format(f[1], f[2]))
       end
+      if #(spec.options or {}) + #(spec.flags or {}) == 0 then io.stdout:write("  none\n") end
       io.stdout:flush()
       dc.done(0)
     end
