@@ -533,7 +533,8 @@ static void deliver(struct dc_consumer *c, struct dc_record *r, const struct dc_
 	}
 
 	see_thread(c, r->pid, r->tid);
-	if (c->script && dc_script_wants_events(c->script) && !dc_script_event(c->script, r)) {
+	if (c->script && (dc_script_drops_path(c->script, r->path) ||
+			  (dc_script_wants_events(c->script) && !dc_script_event(c->script, r)))) {
 		c->dropped++;
 		return;
 	}

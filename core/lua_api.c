@@ -40,6 +40,8 @@ struct dc_script {
 	int nlayers;
 	struct callback *cbs;       /* dc.on_event callbacks, in registration order */
 	int ncbs;
+	char **drops;               /* dc.drop_paths prefixes, applied in C before any callback */
+	int ndrops;
 	int end_ref;                /* dc.on_end's function, LUA_NOREF: none */
 	unsigned long errors;
 	int started;                /* the script has run: dc.probe is closed */
@@ -491,6 +493,45 @@ static int l_uprobe(lua_State *L)
 	return 0;
 }
 
+/* dc.drop_paths(prefixes): drops every event whose file's path starts with one of the
+ * prefixes (a list of at most 64 non-empty strings, e.g. { "/proc/", "/sys/" }; byte
+ * prefixes, not globs), in C, before the event becomes a Lua table: a callback never sees
+ * them and a script with no callback runs no Lua per event. Dropped events count as
+ * dropped by the script. Each call adds prefixes. Errors: not a list of strings, an empty
+ * string, more than 64 in all. Returns nothing. */
+static int l_drop_paths(lua_State *L)
+{
+	struct dc_script *s = self(L);
+	luaL_checktype(L, 1, LUA_TTABLE);
+	lua_Integer n = luaL_len(L, 1);
+	if (s->ndrops + n > 64)
+		return luaL_error(L, "drop_paths: at most 64 prefixes in all");
+	char **d = realloc(s->drops, (s->ndrops + n + 1) * sizeof(*d));
+	if (!d)
+		return luaL_error(L, "drop_paths: out of memory");
+	s->drops = d;
+	for (lua_Integer i = 1; i <= n; i++) {
+		lua_geti(L, 1, i);
+		const char *p = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+		if (!p || !*p)
+			return luaL_error(L, "drop_paths: prefix #%d is not a non-empty string",
+					  (int)i);
+		if (!(s->drops[s->ndrops] = strdup(p)))
+			return luaL_error(L, "drop_paths: out of memory");
+		s->ndrops++;
+		lua_pop(L, 1);
+	}
+	return 0;
+}
+
+int dc_script_drops_path(const struct dc_script *s, const char *path)
+{
+	for (int i = 0; path && i < s->ndrops; i++)
+		if (!strncmp(path, s->drops[i], strlen(s->drops[i])))
+			return 1;
+	return 0;
+}
+
 /* dc.on_event(fn): fn(ev) is called for every event before it is written.
  *   ev: { id, name, cat, pid, tid, ts (us since epoch), dur (us), level, p_idx,
  *         path (absolute, or nil), args = { fd=, count=, offset=, ret=, ... } }
@@ -877,6 +918,7 @@ static int open_module(lua_State *L)
 	static const luaL_Reg funcs[] = {
 		{ "probe", l_probe },
 		{ "on_event", l_on_event },
+		{ "drop_paths", l_drop_paths },
 		{ "uprobe", l_uprobe },
 		{ "done", l_done },
 		{ "on_end", l_on_end },
@@ -1530,6 +1572,9 @@ void dc_script_free(struct dc_script *s)
 		free(s->cbs[i].names);
 	}
 	free(s->cbs);
+	for (int i = 0; i < s->ndrops; i++)
+		free(s->drops[i]);
+	free(s->drops);
 	for (int i = 0; i < s->nreqs; i++) {
 		for (int k = 0; k < s->reqs[i].nfuncs; k++)
 			free(s->reqs[i].funcs[k]);

@@ -78,6 +78,9 @@ const struct dc_func *dc_req_next(struct dc_req_iter *it, int *hidden);
 /* 1 when the script registered an event callback (dc.on_event). */
 int dc_script_wants_events(const struct dc_script *s);
 
+/* 1 when path (may be NULL: 0) starts with a prefix the script gave dc.drop_paths. */
+int dc_script_drops_path(const struct dc_script *s, const char *path);
+
 /* Offers r to the event callback: the callback may drop it (returns false) or change
  * name, cat, path, ts, dur and args (strings are copied into r's arena). Returns 1 to
  * keep, 0 to drop. A Lua error keeps the event unchanged, is counted and reported on

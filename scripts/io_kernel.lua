@@ -6,7 +6,6 @@
 -- Options (after the script name):
 --   --all     keep the calls on files under /proc and /sys too (dropped by default)
 local dc = require "datacrumbs"
-local filters = require "datacrumbs.filters"
 local options = require "datacrumbs.options"
 local opt = options.parse {
   name = "io_kernel.lua",
@@ -20,5 +19,5 @@ dc.probe "pagecache"
 dc.probe "block"
 
 if not opt.all then
-  dc.on_event(filters.drop_prefixes { "/proc/", "/sys/" })
+  dc.drop_paths { "/proc/", "/sys/" }   -- in C: no Lua runs per event
 end

@@ -2,14 +2,13 @@
 -- The POSIX layer: every libc file call of the command (open, read, write,
 -- pread/pwrite, lseek, fsync, stat, ... as listed in probes/posix.yaml), one
 -- complete event per call, with fd, count, offset, ret and the file's path (fhash); and
--- the dynamic loader's own opens and reads (probes/ldso.yaml; needs its debug symbols);
+-- the dynamic loader's own calls (its system calls; its mmap from probes/ldso.yaml);
 -- and asynchronous I/O (AIO layer, probes/aio.yaml): each io_uring and libaio (io_submit)
 -- read, write and fsync as one event with its file, offset, bytes asked and moved.
 --
 -- Options (after the script name):
 --   --all     keep the calls on files under /proc and /sys too (dropped by default)
 local dc = require "datacrumbs"
-local filters = require "datacrumbs.filters"
 local options = require "datacrumbs.options"
 local opt = options.parse {
   name = "io_posix.lua",
@@ -23,5 +22,5 @@ dc.probe { layer = "aio" }    -- io_uring and io_submit operations: the I/O libc
 
 if not opt.all then
   -- pseudo files are not the application's I/O
-  dc.on_event(filters.drop_prefixes { "/proc/", "/sys/" })
+  dc.drop_paths { "/proc/", "/sys/" }   -- in C: no Lua runs per event
 end

@@ -8,7 +8,6 @@
 -- Options (after the script name):
 --   --all     keep the calls on files under /proc and /sys too (dropped by default)
 local dc = require "datacrumbs"
-local filters = require "datacrumbs.filters"
 local options = require "datacrumbs.options"
 local opt = options.parse {
   name = "io_stdio.lua",
@@ -21,5 +20,5 @@ dc.probe { layer = "stdio" }
 dc.probe { layer = "posix", fds_only = true }
 
 if not opt.all then
-  dc.on_event(filters.drop_prefixes { "/proc/", "/sys/" })
+  dc.drop_paths { "/proc/", "/sys/" }   -- in C: no Lua runs per event
 end

@@ -234,5 +234,30 @@ r = dctest.run_dc(["run", "-o", d, sc, "--", "true"])
 check(r.returncode == 125 and "app.lua:2: uprobe: unknown argument kind 'bogus'" in r.stderr,
       "uprobe: a bad arg kind, with file:line: %r" % r.stderr)
 
+# dc.drop_paths: io_posix.lua drops the calls on /proc and /sys in C (no Lua callback):
+# exactly the ones an --all run of the same command has, counted as dropped
+CAT = ["sh", "-c", "cat /proc/self/stat /sys/kernel/mm/transparent_hugepage/enabled "
+       "/etc/hostname > /dev/null"]
+d, data, r, events, end = run("drop-all", ["io_posix.lua", "--all"], CAT)
+equal(r.returncode, 0, "drop_paths: --all run (%s)" % r.stderr)
+pseudo = [e for e in dctest.calls(events) if e["path"] and
+          (e["path"].startswith("/proc/") or e["path"].startswith("/sys/"))]
+check(len(pseudo) >= 6, "drop_paths: --all keeps the calls on /proc and /sys (%d)" % len(pseudo))
+d, data, r, events, end = run("drop", ["io_posix.lua"], CAT)
+equal(r.returncode, 0, "drop_paths: run (%s)" % r.stderr)
+equal([e for e in dctest.calls(events) if e["path"] and
+       (e["path"].startswith("/proc/") or e["path"].startswith("/sys/"))], [],
+      "drop_paths: no call on /proc or /sys written")
+equal(end.get("dropped"), len(pseudo), "drop_paths: the end record's dropped = the --all "
+      "run's calls on /proc and /sys")
+check(re.search(r"\(%d dropped by the script" % len(pseudo), r.stderr),
+      "drop_paths: the summary line says so: %r" % r.stderr)
+lua = os.path.join(dctest.workdir("scripts-drop-bad"), "bad.lua")
+with open(lua, "w") as f:
+    f.write('local dc = require "datacrumbs"\ndc.probe "posix"\ndc.drop_paths { "/proc/", "" }\n')
+r = dctest.run_dc(["run", lua, "--", "true"])
+equal((r.returncode, r.stderr.strip()), (125, "datacrumbs: %s:3: drop_paths: prefix #2 is not "
+      "a non-empty string" % lua), "drop_paths: a bad prefix, with file:line")
+
 equal(dctest.orphan_links(), [], "nothing left attached")
 dctest.finish()

@@ -4,7 +4,8 @@ local M = {}
 
 --- drop_prefixes(prefixes): a callback that drops events whose path starts with any of
 -- the given prefixes (plain strings, e.g. { "/proc/", "/sys/" }); others are kept.
--- Returns function(ev) -> false | nil.
+-- Returns function(ev) -> false | nil. dc.drop_paths(prefixes) does the same in C, before
+-- any Lua runs (the shipped scripts use it): prefer it unless the callback does more.
 function M.drop_prefixes(prefixes)
   local n = #prefixes
   return function(ev)
