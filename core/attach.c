@@ -2,6 +2,7 @@
  * without, uprobe/uretprobe pairs) by file offset with attach cookies, skipping the
  * offsets the kernel refuses, tracks traced tgids, and tears everything down. */
 #include "attach.h"
+#include "util.h"
 #include "mpi.h"
 
 #include <errno.h>
@@ -41,7 +42,30 @@ struct dc_bpf {
 	int multi;                 /* no session: 1 uprobe_multi links, 0 perf_event links */
 	int *mlinks;               /* uprobe_multi link fds */
 	unsigned nmlinks;
+	struct dc_index ix;        /* (library, offset) -> the probe of that address (neither
+				      a return site nor a catch point): linear attach */
+	unsigned catchers[8];      /* the catch-point probes (one per libstdc++) */
+	unsigned ncatchers;
+	char catch_done[512];      /* the last library add_catcher was asked for */
 };
+
+struct addr_key {
+	const char *library;
+	uint64_t offset;
+};
+
+static uint64_t addr_hash(const char *library, uint64_t offset)
+{
+	return dc_hash_bytes(dc_hash_bytes(14695981039346656037ULL, library, strlen(library)),
+			     &offset, sizeof(offset));
+}
+
+static int addr_match(size_t idx, const void *key, void *arg)
+{
+	const struct addr_key *k = key;
+	const struct dc_bpf *b = arg;
+	return b->probes[idx].offset == k->offset && !strcmp(b->probes[idx].library, k->library);
+}
 
 /* libbpf prints its own diagnostics; keep only warnings and errors, prefixed. */
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -188,6 +212,9 @@ static void add_catcher(struct dc_bpf *b, const struct dc_layer *layer, const ch
 {
 	static const struct dc_func catch_func = { .name = "__cxa_begin_catch", .noret = 1 };
 	char lib[512], err[256];
+	if (!strcmp(b->catch_done, library)) /* called for each of a file's functions */
+		return;
+	snprintf(b->catch_done, sizeof(b->catch_done), "%s", library);
 	const char *base = strrchr(library, '/');
 	base = base ? base + 1 : library;
 	if (!strncmp(base, "libstdc++.so", 12))
@@ -209,21 +236,30 @@ static void add_catcher(struct dc_bpf *b, const struct dc_layer *layer, const ch
 		if (!b->probes[i].site_of && b->probes[i].offset == off &&
 		    !strcmp(b->probes[i].library, lib))
 			return;
+	if (b->ncatchers == sizeof(b->catchers) / sizeof(b->catchers[0]))
+		return;
 	int c = new_probe(b, layer, &catch_func, lib, off, 1);
-	if (c >= 0)
+	if (c >= 0) {
 		b->probes[c].catcher = 1;
+		b->catchers[b->ncatchers++] = c;
+	}
 }
 
 int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
 		     const struct dc_func *func, const char *library, uint64_t offset,
 		     int hidden)
 {
-	for (unsigned i = 0; i < b->nprobes; i++) {
-		struct dc_probe *p = &b->probes[i];
+	for (unsigned k = 0; k < b->ncatchers; k++) {
+		struct dc_probe *p = &b->probes[b->catchers[k]];
 		if (p->catcher == 1 && p->offset == offset && !strcmp(p->library, library))
 			p->catcher = 2; /* a probe of the script's own at the catch point */
-		if (p->site_of || p->catcher || p->offset != offset || strcmp(p->library, library))
-			continue;
+	}
+	struct addr_key key = { library, offset };
+	uint64_t h = addr_hash(library, offset);
+	long found = dc_index_find(&b->ix, h, addr_match, &key, b);
+	if (found >= 0) {
+		unsigned i = found;
+		struct dc_probe *p = &b->probes[i];
 		if ((p->hidden && !hidden) || (p->func->noret && !func->noret && !hidden)) {
 			/* asked for after all: it names the events; or an alias whose return
 			 * is safe to probe (an exported name of a local label's address) */
@@ -256,7 +292,7 @@ int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
 		b->probes[s].go = plan.go;
 	}
 	int i = new_probe(b, layer, func, library, offset, hidden);
-	if (i < 0)
+	if (i < 0 || dc_index_add(&b->ix, h, i))
 		return -1;
 	struct dc_probe *p = &b->probes[i];
 	p->returns = plan.mode;
@@ -507,8 +543,11 @@ static unsigned link_split(struct dc_bpf *b, int kind, const char *lib, const un
 	       link_split(b, kind, lib, idx + h, n - h, ok + h, sk);
 }
 
-/* Probes per link: a refused offset costs re-trying its group only. */
-#define DC_LINK_GROUP 64
+/* Probes per link. Detaching costs the kernel one SRCU grace period per link (30-100 ms
+ * here, kernel/trace/bpf_trace.c bpf_uprobe_multi_link_release ->
+ * uprobe_unregister_sync), whatever its size: links of 64 took 28 s to detach 34,000
+ * uprobes. A refused offset costs re-trying halves of its group, log2(4096) = 12 levels. */
+#define DC_LINK_GROUP 4096
 
 /* Links probes idx[0..n) in groups of DC_LINK_GROUP with link_split. */
 static unsigned link_groups(struct dc_bpf *b, int kind, const char *lib, const unsigned *idx,
@@ -1218,6 +1257,7 @@ void dc_bpf_close(struct dc_bpf *b)
 	syscall_bpf__destroy(b->sys);
 	uprobe_bpf__destroy(b->skel);
 	free(b->probes);
+	dc_index_free(&b->ix);
 	free(b->links);
 	free(b);
 }

@@ -14,6 +14,7 @@
 #include "kmech.h"
 #include "lua_api.h"
 #include "resolve.h"
+#include "util.h"
 #include "retsite.h"
 
 static const char check_help[] =
@@ -49,15 +50,38 @@ struct cprobe {
 struct check {
 	struct cprobe *v;
 	int n, cap;
+	struct dc_index ix;     /* (where, offset) -> v[] */
 };
+
+struct place_key {
+	const char *where;
+	uint64_t offset;
+};
+
+static uint64_t place_hash(const char *where, uint64_t off)
+{
+	return dc_hash_bytes(dc_hash_bytes(14695981039346656037ULL, where, strlen(where)), &off,
+			     sizeof(off));
+}
+
+static int place_match(size_t idx, const void *key, void *arg)
+{
+	const struct place_key *k = key;
+	const struct check *c = arg;
+	return c->v[idx].offset == k->offset && !strcmp(c->v[idx].where, k->where);
+}
 
 static int add(struct check *c, const char *cat, const char *where, uint64_t off, int hidden)
 {
-	for (int i = 0; i < c->n; i++)
-		if (c->v[i].offset == off && !strcmp(c->v[i].where, where)) {
-			c->v[i].visible |= !hidden;
-			return 0;
-		}
+	struct place_key k = { where, off };
+	uint64_t h = place_hash(where, off);
+	long i = dc_index_find(&c->ix, h, place_match, &k, c);
+	if (i >= 0) {
+		c->v[i].visible |= !hidden;
+		return 0;
+	}
+	if (dc_index_add(&c->ix, h, c->n))
+		return -1;
 	if (c->n == c->cap) {
 		int cap = c->cap ? 2 * c->cap : 128;
 		struct cprobe *v = realloc(c->v, cap * sizeof(*v));
@@ -350,6 +374,7 @@ out:
 	dc_script_free(s);
 	uv_loop_close(&loop);
 	free(c.v);
+	dc_index_free(&c.ix);
 	free(sargs);
 	return rc;
 }

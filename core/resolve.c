@@ -11,6 +11,7 @@
 #include "attach.h"
 #include "elfsym.h"
 #include "syscalls.h"
+#include "util.h"
 
 /* The file of the library named by prefix that process pid has mapped (/proc/PID/maps),
  * through /proc/PID/root. Returns 0 with its path, -1 when none is mapped. */
@@ -141,24 +142,46 @@ int dc_noret_name(const char *name)
 struct matches {
 	struct dc_layer *l;
 	int ok;                 /* 0: out of memory */
+	int cap;                /* l->funcs has room for this many */
+	struct dc_index ix;     /* name -> l->funcs[]: tens of thousands of matches stay linear */
 };
+
+static uint64_t name_hash(const char *name)
+{
+	return dc_hash_bytes(14695981039346656037ULL, name, strlen(name));
+}
+
+static int name_match(size_t idx, const void *key, void *arg)
+{
+	const struct dc_layer *l = arg;
+	return !strcmp(l->funcs[idx].name, key);
+}
 
 static int add_match(const char *name, uint64_t offset, void *arg)
 {
 	struct matches *m = arg;
 	struct dc_layer *l = m->l;
 	(void)offset;
-	for (int i = 0; i < l->nfuncs; i++)
-		if (!strcmp(l->funcs[i].name, name))
-			return 0;
 	if (strlen(name) >= sizeof(l->funcs[0].name))
 		return 0;
-	struct dc_func *f = realloc(l->funcs, (l->nfuncs + 1) * sizeof(*f));
-	if (!f) {
+	uint64_t h = name_hash(name);
+	if (dc_index_find(&m->ix, h, name_match, name, l) >= 0)
+		return 0;
+	if (l->nfuncs == m->cap) {
+		int cap = m->cap ? 2 * m->cap : 64;
+		struct dc_func *f = realloc(l->funcs, cap * sizeof(*f));
+		if (!f) {
+			m->ok = 0;
+			return 1;
+		}
+		l->funcs = f;
+		m->cap = cap;
+	}
+	if (dc_index_add(&m->ix, h, l->nfuncs)) {
 		m->ok = 0;
 		return 1;
 	}
-	l->funcs = f;
+	struct dc_func *f = l->funcs;
 	f[l->nfuncs] = l->tmpl;
 	snprintf(f[l->nfuncs].name, sizeof(f->name), "%s", name);
 	l->nfuncs++;
@@ -207,7 +230,7 @@ static int resolve_custom(const struct dc_probe_req *r, const char *binary,
 		return -1;
 	}
 	if (!l->funcs) {
-		struct matches m = { l, 1 };
+		struct matches m = { l, 1, l->nfuncs, { { 0 } } };
 		for (int g = 0; g < l->nglobs && m.ok; g++) {
 			int before = l->nfuncs;
 			dc_elf_sym_glob(syms, l->globs[g], add_match, &m);
@@ -215,6 +238,7 @@ static int resolve_custom(const struct dc_probe_req *r, const char *binary,
 				fprintf(stderr, "datacrumbs: warning: %s: no function of %s matches "
 					"'%s': not traced\n", l->path, file, l->globs[g]);
 		}
+		dc_index_free(&m.ix);
 		if (!m.ok) {
 			dc_elf_syms_close(syms);
 			snprintf(err, errlen, "out of memory");

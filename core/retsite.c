@@ -51,6 +51,7 @@ static struct {
 	size_t nsyms;
 	struct seg segs[16];
 	int nsegs;
+	int fd;             /* the file, open while it is the cached one (-1 or 0: none) */
 } cache;
 
 static void cache_clear(void)
@@ -58,6 +59,8 @@ static void cache_clear(void)
 	for (size_t i = 0; i < cache.nsyms; i++)
 		free(cache.syms[i].name);
 	free(cache.syms);
+	if (cache.fd > 0)
+		close(cache.fd);
 	memset(&cache, 0, sizeof(cache));
 }
 
@@ -168,7 +171,10 @@ static int cache_load(const char *path)
 out:
 	if (e)
 		elf_end(e);
-	close(fd);
+	if (r == 0)
+		cache.fd = fd; /* kept for scan(): one open per file, not one per function */
+	else
+		close(fd);
 	return r;
 }
 
@@ -226,6 +232,71 @@ static int is_cold_part(const struct fsym *s, const char *name)
 
 #define MAX_PARTS 4
 
+/* One decoded instruction of the linear sweep: where it is, and how control leaves it. */
+struct dinsn {
+	uint64_t addr;
+	uint8_t len;
+	uint8_t part;       /* index in parts[] */
+	uint8_t term;       /* control never falls through: ret, jmp, ud2, hlt, int3 */
+	uint8_t ret;        /* a near ret */
+	uint8_t reach;      /* reached from the entry (set by reachable()) */
+	uint64_t target;    /* a direct jump's target inside the function, 0: none */
+};
+
+static int dinsn_at(const struct dinsn *v, size_t n, uint64_t a)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (v[mid].addr < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo].addr == a ? (int)lo : -1;
+}
+
+/* Marks the instructions control can reach from the entry (v[0]): by falling through and
+ * by the direct jumps of reached instructions. A reached jump whose target is not where
+ * the sweep found an instruction means the sweep decoded the bytes out of step (an
+ * instruction hidden inside another, data in the text): returns -1 with *bad the jump.
+ * Only reached `ret`s may be probed: a uprobe is an int3 written into the file's page
+ * that every process mapping it executes, so one on a byte that is not an instruction's
+ * first (a `0xc3` inside an immediate, a table after the code) would change the code or
+ * data of every process, traced or not. v is sorted by address; entry: the index of the
+ * function's first instruction. */
+static int reachable(struct dinsn *v, size_t n, size_t entry, uint64_t *bad)
+{
+	size_t *work = malloc(n * sizeof(*work)), top = 0;
+	if (!work)
+		return -1;
+	work[top++] = entry;
+	v[entry].reach = 1;
+	while (top) {
+		size_t i = work[--top];
+		for (;;) {
+			if (v[i].target) {
+				int t = dinsn_at(v, n, v[i].target);
+				if (t < 0) {
+					*bad = v[i].addr;
+					free(work);
+					return -1;
+				}
+				if (!v[t].reach) {
+					v[t].reach = 1;
+					work[top++] = (size_t)t;
+				}
+			}
+			if (v[i].term || i + 1 >= n || v[i + 1].part != v[i].part ||
+			    v[i + 1].addr != v[i].addr + v[i].len || v[i + 1].reach)
+				break;
+			v[++i].reach = 1;
+		}
+	}
+	free(work);
+	return 0;
+}
+
 /* Decodes the parts of function fn and lists its returns in p. Returns 0, or -1 with
  * p->why. */
 static int scan(const struct fsym *fn, struct dc_retplan *p)
@@ -239,8 +310,10 @@ static int scan(const struct fsym *fn, struct dc_retplan *p)
 	}
 	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
 	cs_insn *insn = cs_malloc(h);
-	int fd = open(cache.path, O_RDONLY | O_CLOEXEC);
+	int fd = cache.fd > 0 ? cache.fd : -1;
 	uint8_t *buf = NULL;
+	struct dinsn *v = NULL;
+	size_t nv = 0, capv = 0;
 	if (!insn || fd < 0) {
 		snprintf(p->why, sizeof(p->why), "cannot read %.150s", cache.path);
 		goto out;
@@ -270,6 +343,22 @@ static int scan(const struct fsym *fn, struct dc_retplan *p)
 			}
 			cs_x86 *x = &insn->detail->x86;
 			ninsn++;
+			if (nv == capv) {
+				size_t c = capv ? 2 * capv : 256;
+				struct dinsn *nvp = realloc(v, c * sizeof(*v));
+				if (!nvp) {
+					snprintf(p->why, sizeof(p->why), "out of memory");
+					goto out;
+				}
+				v = nvp;
+				capv = c;
+			}
+			struct dinsn *di = &v[nv++];
+			*di = (struct dinsn){ insn->address, (uint8_t)insn->size, (uint8_t)k,
+					      insn->id == X86_INS_RET || insn->id == X86_INS_JMP ||
+					      insn->id == X86_INS_UD2 || insn->id == X86_INS_HLT ||
+					      insn->id == X86_INS_INT3,
+					      insn->id == X86_INS_RET, 0, 0 };
 			if (go_check && ninsn <= 3) {
 				if (insn->id == X86_INS_CMP && x->op_count == 2 &&
 				    x->operands[1].type == X86_OP_MEM &&
@@ -282,19 +371,12 @@ static int scan(const struct fsym *fn, struct dc_retplan *p)
 				}
 			}
 			if (insn->id == X86_INS_RET) {
-				if (p->nsites == DC_RETSITE_MAX) {
-					snprintf(p->why, sizeof(p->why), "more than %d return "
-						 "instructions", DC_RETSITE_MAX);
-					goto out;
-				}
-				int64_t so = addr_off(insn->address);
-				if (so < 0 || (k == 0 && insn->address == fn->value)) {
+				if (k == 0 && insn->address == fn->value) {
 					snprintf(p->why, sizeof(p->why), "returns at its first "
 						 "instruction");
 					goto out;
 				}
-				p->sites[p->nsites++] = (uint64_t)so;
-				continue;
+				continue; /* a site if control reaches it (below) */
 			}
 			if (insn->id == X86_INS_RETF || insn->id == X86_INS_IRET ||
 			    insn->id == X86_INS_IRETQ || insn->id == X86_INS_LJMP) {
@@ -314,11 +396,14 @@ static int scan(const struct fsym *fn, struct dc_retplan *p)
 			int inside = 0;
 			for (int j = 0; j < nparts; j++)
 				inside |= t >= parts[j]->value && t < parts[j]->value + parts[j]->size;
-			if (inside)
+			if (inside) {
+				di->target = t;
 				continue;
+			}
 			const struct fsym *ts = sym_at(t, 0);
 			if (ts && is_cold_part(ts, fn->name) && nparts < MAX_PARTS) {
 				parts[nparts++] = ts; /* decoded in its turn */
+				di->target = t;
 				continue;
 			}
 			snprintf(p->why, sizeof(p->why), "a jump out of the function at %s+0x%llx "
@@ -328,15 +413,42 @@ static int scan(const struct fsym *fn, struct dc_retplan *p)
 			goto out;
 		}
 	}
+	/* parts are decoded in the order found, each in address order: sort the whole */
+	for (size_t i = 1; i < nv; i++)
+		for (size_t j = i; j > 0 && v[j - 1].addr > v[j].addr; j--) {
+			struct dinsn t = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	uint64_t bad = 0;
+	int entry = dinsn_at(v, nv, fn->value);
+	if (entry < 0 || reachable(v, nv, (size_t)entry, &bad)) {
+		snprintf(p->why, sizeof(p->why), "a jump into the middle of an instruction at "
+			 "%s+0x%llx (bytes the decoder cannot follow: data or overlapping "
+			 "code)", fn->name, (unsigned long long)(bad - fn->value));
+		goto out;
+	}
+	for (size_t i = 0; i < nv; i++) {
+		if (!v[i].ret || !v[i].reach)
+			continue;
+		int64_t so = addr_off(v[i].addr);
+		if (so < 0)
+			continue;
+		if (p->nsites == DC_RETSITE_MAX) {
+			snprintf(p->why, sizeof(p->why), "more than %d return instructions",
+				 DC_RETSITE_MAX);
+			goto out;
+		}
+		p->sites[p->nsites++] = (uint64_t)so;
+	}
 	if (!p->nsites) {
 		snprintf(p->why, sizeof(p->why), "no return instruction");
 		goto out;
 	}
 	r = 0;
 out:
+	free(v);
 	free(buf);
-	if (fd >= 0)
-		close(fd);
 	if (insn)
 		cs_free(insn, 1);
 	cs_close(&h);

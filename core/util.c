@@ -182,3 +182,95 @@ int dc_cap_effective(int cap)
 		return -1;
 	return (d[cap / 32].effective >> (cap % 32)) & 1;
 }
+
+/* --- dc_index --------------------------------------------------------------------------- */
+
+struct index_slot {
+	uint64_t h;
+	size_t idx1; /* index + 1, 0: empty */
+};
+
+struct index_key {
+	uint64_t h;
+	int (*match)(size_t idx, const void *key, void *arg);
+	const void *key;
+	void *arg;
+};
+
+static uint64_t index_hash(const void *slot)
+{
+	return ((const struct index_slot *)slot)->h;
+}
+
+static int index_used(const void *slot)
+{
+	return ((const struct index_slot *)slot)->idx1 != 0;
+}
+
+static int index_eq(const void *slot, const void *key)
+{
+	const struct index_slot *s = slot;
+	const struct index_key *k = key;
+
+	return s->h == k->h && k->match(s->idx1 - 1, k->key, k->arg);
+}
+
+static void index_init(struct dc_index *ix)
+{
+	if (ix->t.size == 0)
+		ix->t = (struct dc_htab){ .size = sizeof(struct index_slot), .first = 256,
+					  .hash = index_hash, .used = index_used };
+}
+
+long dc_index_find(const struct dc_index *ix, uint64_t h,
+		   int (*match)(size_t idx, const void *key, void *arg), const void *key,
+		   void *arg)
+{
+	struct index_key k = { h, match, key, arg };
+	const struct index_slot *s;
+
+	if (ix->t.size == 0 || ix->t.cap == 0)
+		return -1;
+	s = dc_htab_find(&ix->t, h, index_eq, &k);
+	return s && s->idx1 ? (long)(s->idx1 - 1) : -1;
+}
+
+/* never equal: dc_htab_find then returns the first empty slot of h's run */
+static int index_none(size_t idx, const void *key, void *arg)
+{
+	(void)idx;
+	(void)key;
+	(void)arg;
+	return 0;
+}
+
+int dc_index_add(struct dc_index *ix, uint64_t h, size_t idx)
+{
+	struct index_key k = { h, index_none, NULL, NULL };
+	struct index_slot *s;
+
+	index_init(ix);
+	if (dc_htab_reserve(&ix->t))
+		return -1;
+	s = dc_htab_find(&ix->t, h, index_eq, &k);
+	s->h = h;
+	s->idx1 = idx + 1;
+	ix->t.n++;
+	return 0;
+}
+
+void dc_index_free(struct dc_index *ix)
+{
+	dc_htab_free(&ix->t);
+}
+
+uint64_t dc_hash_bytes(uint64_t h, const void *s, size_t n)
+{
+	const unsigned char *p = s;
+
+	while (n--) {
+		h ^= *p++;
+		h *= 1099511628211ULL;
+	}
+	return h;
+}

@@ -64,6 +64,28 @@ int dc_htab_reserve(struct dc_htab *t);
 /* Frees the slot array (not what slots point to) and empties the table. */
 void dc_htab_free(struct dc_htab *t);
 
+/* --- an index over an array kept elsewhere ----------------------------------------------
+ * Finds an element of the caller's array by a key in O(1) (the probe tables, glob matches:
+ * tens of thousands of functions): slots hold the key's 64-bit hash and the element's
+ * index; `match(idx, key, arg)` tells whether element idx has the key. Zero-initialize. */
+struct dc_index {
+	struct dc_htab t;
+};
+
+/* The index of the element that has key (hashed to h), or -1. */
+long dc_index_find(const struct dc_index *ix, uint64_t h,
+		   int (*match)(size_t idx, const void *key, void *arg), const void *key,
+		   void *arg);
+
+/* Records that element idx has the key hashed to h (after dc_index_find said -1).
+ * Returns 0, or -1 when out of memory (the index is as it was). */
+int dc_index_add(struct dc_index *ix, uint64_t h, size_t idx);
+
+void dc_index_free(struct dc_index *ix);
+
+/* FNV-1a over n bytes of s, continuing from h (start with 14695981039346656037). */
+uint64_t dc_hash_bytes(uint64_t h, const void *s, size_t n);
+
 /* --- ':'-separated lists ($PATH, $LD_LIBRARY_PATH, $DATACRUMBS_SCRIPT_PATH) --------------
  * Returns the next element of the list *cur (NULL: none left) and its length in *len (0
  * for an empty element: "a::b", a trailing ':'); *cur moves past it and its separator, to

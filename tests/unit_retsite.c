@@ -63,6 +63,12 @@ int main(int argc, char **argv)
 	     "rs_tail+0x1 (a tail call to rs_one)", 0, NULL, NULL);
 	want("rs_noret", DC_RETURNS_INSN, DC_RETURNS_NONE, "no return instruction", 0, NULL,
 	     NULL);
+	/* never a uprobe on a byte that is not a reached instruction's first: it would
+	 * change the code or data of every process mapping the file */
+	want("rs_hidden", DC_RETURNS_INSN, DC_RETURNS_NONE, "a jump into the middle of an "
+	     "instruction at rs_hidden+0x0", 0, NULL, NULL);
+	static const int table[] = { 11 };
+	want("rs_table", DC_RETURNS_INSN, DC_RETURNS_INSN, "asked", 1, NULL, table);
 	want("rs_one", DC_RETURNS_NONE, DC_RETURNS_NONE, "asked", 0, NULL, NULL);
 	want("rs_one", DC_RETURNS_HIJACK, DC_RETURNS_HIJACK, "asked", 0, NULL, NULL);
 	/* the entry-only list wins under auto; names and parsing */

@@ -49,7 +49,24 @@ __asm__(
 	".globl _Z5rs_cxxv\n.type _Z5rs_cxxv,@function\n_Z5rs_cxxv:\n"
 	"	xorl %eax,%eax\n"
 	"	ret\n"
-	".size _Z5rs_cxxv, .-_Z5rs_cxxv\n");
+	".size _Z5rs_cxxv, .-_Z5rs_cxxv\n"
+	/* a ret byte hidden in an instruction the linear sweep sees: jmp over one junk byte
+	 * (0xb8, a mov's opcode: the sweep then takes the real mov's bytes, 0xc3 among
+	 * them, as its immediate, out of step); the real ret is at +13 */
+	".globl rs_hidden\n.type rs_hidden,@function\nrs_hidden:\n"
+	"	jmp 1f\n"
+	"	.byte 0xb8\n"
+	"1:	movl $0xc3909090,%ecx\n"
+	"	movl %ecx,%eax\n"
+	"	ret\n"
+	".size rs_hidden, .-rs_hidden\n"
+	/* a table after the ret, inside the symbol: its 0xc3 at +13 is data, never reached */
+	".globl rs_table\n.type rs_table,@function\nrs_table:\n"
+	"	leaq 1f(%rip),%rax\n"
+	"	movzbl (%rax,%rdi),%eax\n"
+	"	ret\n"
+	"1:	.byte 0x90,0xc3,0x22,0x33\n"
+	".size rs_table, .-rs_table\n");
 
 int main(void)
 {
