@@ -469,6 +469,10 @@ int dc_retsite_plan(const char *file, const char *name, uint64_t offset, int ask
 			snprintf(out->why, sizeof(out->why), "setjmp/longjmp, noreturn or start-up "
 				 "code");
 		} else if (out->go) {
+			/* entry-only: goroutines share threads (a call's entry and its return
+			 * may be apart by other goroutines' calls on the thread, or on two
+			 * threads), so returns cannot be paired per thread; scanned all the
+			 * same, for the entry past the stack-growth check (below) */
 			mode = DC_RETURNS_INSN;
 			snprintf(out->why, sizeof(out->why), "Go binary");
 		} else if (!strncmp(name, "_Z", 2) || (by_file && readable && cache.cxx)) {
@@ -495,6 +499,11 @@ int dc_retsite_plan(const char *file, const char *name, uint64_t offset, int ask
 		out->mode = DC_RETURNS_NONE;
 		out->nsites = 0;
 		out->entry = offset;
+	} else if (asked == DC_RETURNS_AUTO && out->go) {
+		out->mode = DC_RETURNS_NONE; /* the entry stays past the stack check */
+		out->nsites = 0;
+		snprintf(out->why, sizeof(out->why), "Go: goroutines share threads, returns "
+			 "cannot be paired; returns = \"instructions\" to try");
 	}
 	return 0;
 }

@@ -192,7 +192,8 @@ if GO:
     lua = os.path.join(d, "go.lua")
     with open(lua, "w") as f:
         f.write('local dc = require "datacrumbs"\n'
-                'dc.uprobe { functions = "main.writeFile", layer = "GO" }\n')
+                'dc.uprobe { functions = "main.writeFile", layer = "GO", '
+                'returns = "instructions" }\n')  # (auto: entry-only for Go)
     calls, err = traced("go", lua, [GO, "wait", dctest.workdir("harm_go_traced")])
     equal([(e["name"], e["args"].get("ret")) for e in calls if e["cat"] == "GO"],
           [("main.writeFile", 0)], "dc.uprobe: the traced Go program's call of main.writeFile")

@@ -13,9 +13,10 @@ untraced, must print and exit exactly alike, and every call must be an event:
   2. setjmp/longjmp: dc.uprobe on dc_maybe_jump of prog_setjmp (plain C: the kernel's
      return, which longjmp skips; and returns = "instructions"): `mix 100`: 50 events
      with ret, 50 unwound;
-  3. Go: dc.uprobe on main.* of prog_go (a Go binary: return instructions, every
-     function): its output exact, main.writeFile and main.readFile 20 calls each with
-     ret, main.run once (SKIP, loudly, without golang-go);
+  3. Go: dc.uprobe on main.* of prog_go: by default entry-only (goroutines share
+     threads: returns cannot be paired), one event per call; with returns =
+     "instructions" its output exact, main.writeFile and main.readFile 20 calls each
+     with ret, main.run once (SKIP, loudly, without golang-go);
   4. a bad `returns` value is a one-line error naming the script's line;
   5. dmesg has no new "failed to handle uretprobe", "leaking uprobe" or "SIGILL" line."""
 import json
@@ -172,16 +173,33 @@ if not GO:
     print("SKIP: golang-go is not installed (scripts/setup.sh installs it): the Go part "
           "of test_returns NOT TESTED", flush=True)
 else:
+    # by default entry-only: goroutines share threads, so a return cannot be paired with
+    # its entry per thread (entries past the stack-growth check: one event per call)
     gdir = dctest.workdir("returns_go_files")
     lua = script(d, "go.lua", 'dc.uprobe { functions = "main.*", layer = "GO" }')
     calls, err = run_both("go", lua, [GO, gdir, "20"])
+    got = {}
+    for e in calls:
+        got.setdefault(e["name"], []).append((e["args"].get("entry_only"), "ret" in e["args"]))
+    equal([len(got.get(f, [])) for f in ("main.writeFile", "main.readFile", "main.run")],
+          [20, 20, 1], "Go (auto): one event per call of main.writeFile, readFile, run")
+    equal(sorted({v for vs in got.values() for v in vs}), [(1, False)],
+          "Go (auto): entry-only events, no ret")
+    check(re.search(r"entry-only.*Go: goroutines share threads", err),
+          "Go (auto): the warning says why: %r" % err[-600:])
+    check("unexpected return pc" not in err, "Go: no runtime complaint")
+    # asked for: returns at the return instructions (one goroutine here: pairs hold)
+    gdir = dctest.workdir("returns_go_files")
+    lua = script(d, "go_insn.lua", 'dc.uprobe { functions = "main.*", layer = "GO", '
+                 'returns = "instructions" }')
+    calls, err = run_both("go-insn", lua, [GO, gdir, "20"])
     got = {}
     for e in calls:
         got.setdefault(e["name"], []).append(e["args"].get("ret", "no ret"))
     equal(sorted(got.get("main.writeFile", [])), [0] * 20, "Go: main.writeFile calls, ret nil")
     equal(sorted(got.get("main.readFile", [])), [100] * 20, "Go: main.readFile calls, ret 100")
     equal(got.get("main.run"), [0], "Go: main.run once, ret 0")
-    check("unexpected return pc" not in err, "Go: no runtime complaint")
+    check("unexpected return pc" not in err, "Go (instructions): no runtime complaint")
 
 # --- 4. a bad value ---------------------------------------------------------------------------
 bad = script(d, "bad.lua", 'dc.uprobe { functions = "dc_thrower", returns = "uretprobe" }')
