@@ -332,6 +332,8 @@ int BPF_PROG(dc_aio_exit, struct pt_regs *regs, long ret)
 		return 0;
 	if (nr == NR_IO_SUBMIT) {
 		long asked = regs->si, from = ret > 0 ? ret : 0;
+		if (ret > DC_AIO_BATCH) /* taken by the kernel, not read: their events are lost */
+			count_stat_n(DC_STAT_LOST, ret - DC_AIO_BATCH);
 		if (asked > DC_AIO_BATCH)
 			asked = DC_AIO_BATCH;
 		if (from >= asked)
@@ -344,5 +346,7 @@ int BPF_PROG(dc_aio_exit, struct pt_regs *regs, long ret)
 		return 0;
 	struct reap_ctx c = { .events = regs->r10, .now = bpf_ktime_get_ns(), .tgid = tgid };
 	bpf_loop(ret < DC_AIO_BATCH ? ret : DC_AIO_BATCH, reap_one, &c, 0);
+	if (ret > DC_AIO_BATCH) /* completions not read: lost */
+		count_stat_n(DC_STAT_LOST, ret - DC_AIO_BATCH);
 	return 0;
 }

@@ -135,11 +135,16 @@ static __always_inline __u64 submit_flags(__u64 bytes)
 	       ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
-static __always_inline void count_stat(__u32 which)
+static __always_inline void count_stat_n(__u32 which, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &which);
 	if (v)
-		*v += 1;
+		*v += n;
+}
+
+static __always_inline void count_stat(__u32 which)
+{
+	count_stat_n(which, 1);
 }
 
 /* Sums iov_len over up to DC_IOV_MAX entries of a user iovec array. */

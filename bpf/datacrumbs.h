@@ -221,7 +221,8 @@ struct dc_path_event {
  *   args[5]  the program's tag: io_uring_sqe.user_data / iocb.aio_data */
 #define DC_AIO_URING_OPS 64   /* io_uring cookies, by IORING_OP_* (IORING_OP_LAST is 63 in 6.18) */
 #define DC_AIO_CMDS      16   /* Linux AIO cookies, by IOCB_CMD_* (0..8 defined) */
-#define DC_AIO_BATCH     1024 /* iocbs read per io_submit, io_events per io_getevents */
+#define DC_AIO_BATCH     8192 /* iocbs read per io_submit, io_events per io_getevents;
+				* beyond, the operations are counted lost (DC_STAT_LOST) */
 
 /* Profile mode: how a probe's calls are aggregated in BPF (the `pinfo` map, by probe
  * index; filled by the loader from the probe description). */

@@ -153,6 +153,11 @@ bad("dup-id", edit(10, '"id":2,', '"id":1,'),
     "T:11: id 1 repeats within pid 7 (first at line 10)\n"
     "T:10: level 2 under a level 2 parent (line 10): want 3")
 bad("no-parent", edit(10, '"p_idx":1', '"p_idx":5'), "T:10: p_idx 5: no event 5 in pid 7")
+# a killed tracer: the child returned and was written, its parent (line 11) was still open
+p = write("cut-open-parent", good()[:9], close=False)
+equal(validate(p, "--partial"), (0, ""), "a cut trace whose last child's parent was open "
+      "passes with --partial")
+equal(validate(p)[0], 1, "the same without --partial fails")
 bad("bad-level", edit(10, '"level":2', '"level":3'),
     "T:10: level 3 under a level 1 parent (line 11): want 2")
 bad("root-level", edit(11, '"level":1', '"level":2'),
