@@ -177,13 +177,16 @@ static struct dc_layer *load_layer(struct dc_script *s, const char *layer, char 
 {
 	char file[128], path[PATH_MAX];
 	size_t n = strlen(layer);
-	if (n == 0 || n > 64) {
-		snprintf(err, errlen, "bad layer name '%s'", layer);
+	int is_path = strchr(layer, '/') != NULL;
+	if (n == 0 || (!is_path && n > 64) || n >= PATH_MAX) {
+		snprintf(err, errlen, "bad layer name '%.200s' (%s)", layer, n == 0 ? "empty" :
+			 is_path ? "a path longer than PATH_MAX" : "a name longer than 64 "
+			 "characters; give a path to a .yaml file for a description elsewhere");
 		return NULL;
 	}
-	for (size_t i = 0; i <= n; i++)
+	for (size_t i = 0; i <= n && !is_path; i++)
 		file[i] = tolower((unsigned char)layer[i]);
-	if (!strstr(file, ".yaml"))
+	if (!is_path && !strstr(file, ".yaml"))
 		strcat(file, ".yaml");
 	char dirs[2 * PATH_MAX];
 	snprintf(dirs, sizeof(dirs), "%s:%s", dc_data_dir(DC_DIR_PROBES),
@@ -1249,7 +1252,9 @@ static int on_error(lua_State *L)
 	}
 	luaL_Buffer b;
 	size_t n;
-	const char *m = lua_tolstring(L, -1, &n);
+	char full[PATH_MAX + 1024];
+	const char *m = dc_trust_full_name(lua_tostring(L, -1), full, sizeof(full));
+	n = strlen(m);
 	luaL_buffinit(L, &b);
 	for (size_t i = 0; i < n; i++) {
 		if (m[i] == '\n')

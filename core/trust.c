@@ -168,8 +168,43 @@ void dc_trust_leave_script(void)
 	}
 }
 
+/* The chunk names loaded so far, for dc_trust_full_name (Lua shortens long ones). */
+static char *chunk_names[64];
+static unsigned nchunk_names;
+
+static void remember_chunk(const char *name)
+{
+	for (unsigned i = 0; i < nchunk_names; i++)
+		if (!strcmp(chunk_names[i], name))
+			return;
+	if (nchunk_names < sizeof(chunk_names) / sizeof(chunk_names[0]) && strlen(name) > 40) {
+		char *c = strdup(name);
+		if (c)
+			chunk_names[nchunk_names++] = c;
+	}
+}
+
+const char *dc_trust_full_name(const char *msg, char *buf, size_t len)
+{
+	if (strncmp(msg, "...", 3))
+		return msg;
+	const char *tail = msg + 3, *colon = strchr(tail, ':');
+	if (!colon)
+		return msg;
+	size_t tn = (size_t)(colon - tail);
+	for (unsigned i = 0; i < nchunk_names; i++) {
+		size_t cn = strlen(chunk_names[i]);
+		if (cn > tn && !strncmp(chunk_names[i] + cn - tn, tail, tn)) {
+			snprintf(buf, len, "%s%s", chunk_names[i], colon);
+			return buf;
+		}
+	}
+	return msg;
+}
+
 int dc_trust_load(lua_State *L, const char *path, const char *name)
 {
+	remember_chunk(name);
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		lua_pushfstring(L, "cannot open %s: %s", name, strerror(errno));

@@ -55,4 +55,9 @@ void dc_trust_leave_script(void);
 struct lua_State;
 int dc_trust_load(struct lua_State *L, const char *path, const char *name);
 
+/* Lua shortens a long chunk name in its messages to "...its end" (LUA_IDSIZE, 60 bytes,
+ * luaconf.h): msg with such a start given back the full name of a chunk dc_trust_load
+ * loaded, in buf (len bytes); else msg itself. */
+const char *dc_trust_full_name(const char *msg, char *buf, size_t len);
+
 #endif
