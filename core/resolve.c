@@ -188,6 +188,77 @@ static int add_match(const char *name, uint64_t offset, void *arg)
 	return 0;
 }
 
+/* Makes the functions of dc.uprobe layer l from its globs over the symbols of file
+ * (once, on the first resolution): every match, but the local symbols a glob (not an
+ * exact name) matched, and with entry-only probes for the functions whose return is
+ * unsafe to probe; a warning for each of those choices. Returns 0, or -1 with err (out of
+ * memory: no function list, never a wider one). */
+static int make_custom_funcs(struct dc_layer *l, struct dc_elf_syms *syms, const char *file,
+			     char *err, size_t errlen)
+{
+	struct matches m = { l, 1, l->nfuncs, { { 0 } } };
+	for (int g = 0; g < l->nglobs && m.ok; g++) {
+		int before = l->nfuncs;
+		dc_elf_sym_glob(syms, l->globs[g], add_match, &m);
+		if (l->nfuncs == before && m.ok)
+			fprintf(stderr, "datacrumbs: warning: %s: no function of %s matches "
+				"'%s': not traced\n", l->path, file, l->globs[g]);
+	}
+	dc_index_free(&m.ix);
+	if (!m.ok) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	/* a glob over a library with debug symbols also matches its local symbols:
+	 * internal labels (glibc's __GI_ aliases, its assembly routines' inner entry
+	 * points) that are no function entry. Probing them all broke the untraced
+	 * processes of this machine (`functions = "*"` on glibc: printf padding of
+	 * NULs, format strings printed raw), while the global symbols alone did not:
+	 * they are skipped unless the script names one exactly. */
+	int nlocal = 0, j = 0;
+	const char *firstlocal = NULL;
+	for (int i = 0; i < l->nfuncs; i++) {
+		int named = 0;
+		for (int g = 0; g < l->nglobs; g++)
+			named |= !strcmp(l->globs[g], l->funcs[i].name);
+		if (!named && dc_elf_sym_local(syms, l->funcs[i].name)) {
+			if (!nlocal++)
+				firstlocal = l->funcs[i].name;
+			continue;
+		}
+		l->funcs[j++] = l->funcs[i];
+	}
+	l->nfuncs = j;
+	if (nlocal)
+		fprintf(stderr, "datacrumbs: warning: %s: %d local symbol%s of %s matched "
+			"(%s%s), skipped: internal labels, not function entries (name one "
+			"exactly to probe it)\n", l->path, nlocal, nlocal > 1 ? "s" : "",
+			file, firstlocal, nlocal > 1 ? ", ..." : "");
+	/* functions whose return is unsafe to probe get entry-only probes, unless the
+	 * script names them exactly (not through a glob): then it asked for it; or
+	 * it said how their returns are seen (returns=, core/retsite.h) */
+	int nnoret = 0;
+	const char *first = NULL;
+	for (int i = 0; i < l->nfuncs; i++) {
+		struct dc_func *f = &l->funcs[i];
+		if (!dc_noret_name(f->name) || f->returns)
+			continue;
+		f->noret = 1;
+		for (int g = 0; g < l->nglobs; g++)
+			if (!strcmp(l->globs[g], f->name))
+				f->noret = 0;
+		if (f->noret && !nnoret++)
+			first = f->name;
+	}
+	if (nnoret)
+		fprintf(stderr, "datacrumbs: warning: %s: %d function%s of %s (%s%s) cannot "
+			"be probed safely at return (setjmp/longjmp, noreturn, start-up "
+			"code): entry-only probes, events with dur 0 and no ret (name one "
+			"exactly in functions= to force its return probe)\n", l->path,
+			nnoret, nnoret > 1 ? "s" : "", file, first, nnoret > 1 ? ", ..." : "");
+	return 0;
+}
+
 /* A dc.uprobe layer: its file (CMD, a path, or a library the command loads) and the
  * functions its globs match there, made into the layer's functions (once). */
 static int resolve_custom(const struct dc_probe_req *r, const char *binary,
@@ -229,68 +300,9 @@ static int resolve_custom(const struct dc_probe_req *r, const char *binary,
 		snprintf(err, errlen, "%s: %s", l->path, why);
 		return -1;
 	}
-	if (!l->funcs) {
-		struct matches m = { l, 1, l->nfuncs, { { 0 } } };
-		for (int g = 0; g < l->nglobs && m.ok; g++) {
-			int before = l->nfuncs;
-			dc_elf_sym_glob(syms, l->globs[g], add_match, &m);
-			if (l->nfuncs == before && m.ok)
-				fprintf(stderr, "datacrumbs: warning: %s: no function of %s matches "
-					"'%s': not traced\n", l->path, file, l->globs[g]);
-		}
-		dc_index_free(&m.ix);
-		if (!m.ok) {
-			dc_elf_syms_close(syms);
-			snprintf(err, errlen, "out of memory");
-			return -1;
-		}
-		/* a glob over a library with debug symbols also matches its local symbols:
-		 * internal labels (glibc's __GI_ aliases, its assembly routines' inner entry
-		 * points) that are no function entry. Probing them all broke the untraced
-		 * processes of this machine (`functions = "*"` on glibc: printf padding of
-		 * NULs, format strings printed raw), while the global symbols alone did not:
-		 * they are skipped unless the script names one exactly. */
-		int nlocal = 0, j = 0;
-		const char *firstlocal = NULL;
-		for (int i = 0; i < l->nfuncs; i++) {
-			int named = 0;
-			for (int g = 0; g < l->nglobs; g++)
-				named |= !strcmp(l->globs[g], l->funcs[i].name);
-			if (!named && dc_elf_sym_local(syms, l->funcs[i].name)) {
-				if (!nlocal++)
-					firstlocal = l->funcs[i].name;
-				continue;
-			}
-			l->funcs[j++] = l->funcs[i];
-		}
-		l->nfuncs = j;
-		if (nlocal)
-			fprintf(stderr, "datacrumbs: warning: %s: %d local symbol%s of %s matched "
-				"(%s%s), skipped: internal labels, not function entries (name one "
-				"exactly to probe it)\n", l->path, nlocal, nlocal > 1 ? "s" : "",
-				file, firstlocal, nlocal > 1 ? ", ..." : "");
-		/* functions whose return is unsafe to probe get entry-only probes, unless the
-		 * script names them exactly (not through a glob): then it asked for it; or
-		 * it said how their returns are seen (returns=, core/retsite.h) */
-		int nnoret = 0;
-		const char *first = NULL;
-		for (int i = 0; i < l->nfuncs; i++) {
-			struct dc_func *f = &l->funcs[i];
-			if (!dc_noret_name(f->name) || f->returns)
-				continue;
-			f->noret = 1;
-			for (int g = 0; g < l->nglobs; g++)
-				if (!strcmp(l->globs[g], f->name))
-					f->noret = 0;
-			if (f->noret && !nnoret++)
-				first = f->name;
-		}
-		if (nnoret)
-			fprintf(stderr, "datacrumbs: warning: %s: %d function%s of %s (%s%s) cannot "
-				"be probed safely at return (setjmp/longjmp, noreturn, start-up "
-				"code): entry-only probes, events with dur 0 and no ret (name one "
-				"exactly in functions= to force its return probe)\n", l->path,
-				nnoret, nnoret > 1 ? "s" : "", file, first, nnoret > 1 ? ", ..." : "");
+	if (!l->funcs && make_custom_funcs(l, syms, file, err, errlen)) {
+		dc_elf_syms_close(syms);
+		return -1;
 	}
 	int e = 0;
 	for (int i = 0; i < l->nfuncs && !e; i++) {
@@ -376,6 +388,9 @@ static const char *first_unserved(const struct dc_probe_req *r, const struct dc_
 	return "?";
 }
 
+/* Long on purpose: the library-finding cases in the order a user meets them (the
+ * command's own, a launcher's program, a static binary's system library, none), each
+ * with its own message, then the walk of the functions. */
 int dc_resolve_req(const struct dc_probe_req *r, const struct dc_sysset *claimed,
 		   const char *binary, char *const *args, int pid, dc_resolve_fn fn, void *arg,
 		   int *bad_binary, char *err, size_t errlen)

@@ -298,7 +298,9 @@ static int reachable(struct dinsn *v, size_t n, size_t entry, uint64_t *bad)
 }
 
 /* Decodes the parts of function fn and lists its returns in p. Returns 0, or -1 with
- * p->why. */
+ * p->why. Long on purpose: one linear sweep over each part, one case per way control
+ * leaves an instruction (each with its reason for the user), then the walk from the
+ * entry (reachable) that decides which rets may be probed: one read, top to bottom. */
 static int scan(const struct fsym *fn, struct dc_retplan *p)
 {
 	const struct fsym *parts[MAX_PARTS] = { fn };

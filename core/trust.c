@@ -235,5 +235,13 @@ int dc_trust_load(lua_State *L, const char *path, const char *name)
 	/* stack: text, chunkname, chunk-or-message: keep the last only */
 	lua_insert(L, -3);
 	lua_pop(L, 2);
+	if (st != LUA_OK && lua_type(L, -1) == LUA_TSTRING) { /* a syntax error: full name */
+		char full[PATH_MAX + 1024];
+		const char *m = dc_trust_full_name(lua_tostring(L, -1), full, sizeof(full));
+		if (m == full) {
+			lua_pop(L, 1);
+			lua_pushstring(L, full);
+		}
+	}
 	return st;
 }
