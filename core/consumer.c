@@ -484,16 +484,16 @@ static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
 		/* the file's real path (symlinked directories resolved), with the name the
 		 * program gave kept as `pathname` when they differ */
 		const char *real = NULL;
-		/* resolved with the invoking user's rights under sudo (as script code runs):
-		 * root's resolution would show what lies behind directories the user cannot
-		 * search */
-		dc_trust_enter_script();
-		if (r->path && f->effect == DC_FX_CHDIR && ret == 0)
-			real = realpath(r->path, c->rpath); /* a cwd: every component resolved */
-		else if (r->path)
+		if (r->path && f->effect == DC_FX_CHDIR && ret == 0) {
+			/* a cwd: every component resolved (with the invoking user's rights
+			 * under sudo, as dc_files_real) */
+			dc_trust_enter_script();
+			real = realpath(r->path, c->rpath);
+			dc_trust_leave_script();
+		} else if (r->path) {
 			real = dc_files_real(r->pid, f->effect == DC_FX_OPEN ? ret : -1, e->dev,
 					     e->ino, r->path, c->rpath, sizeof(c->rpath));
-		dc_trust_leave_script();
+		}
 		if (real && strcmp(real, r->path)) {
 			const char *given = dc_rec_keep(r, epath, strlen(epath));
 			if (given)

@@ -1,6 +1,7 @@
 /* fdtable.c: per-process fd, DIR-stream and cwd tables of the traced processes.
  * Fed by the consumer in event order; knows nothing of BPF or the trace format. */
 #include "fdtable.h"
+#include "trust.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -392,7 +393,12 @@ static const char *real_dir(const char *dir)
 		    !strcmp(realdirs[i].dir, dir))
 			return realdirs[i].real;
 	char buf[PATH_MAX];
-	if (strlen(dir) >= PATH_MAX || !realpath(dir, buf))
+	if (strlen(dir) >= PATH_MAX)
+		return NULL;
+	dc_trust_enter_script(); /* see dc_files_real */
+	char *ok = realpath(dir, buf);
+	dc_trust_leave_script();
+	if (!ok)
 		return NULL;
 	unsigned k = realdir_next++ % NREALDIRS;
 	snprintf(realdirs[k].dir, sizeof(realdirs[k].dir), "%s", dir);
@@ -410,9 +416,12 @@ const char *dc_files_real(int pid, long fd, uint64_t dev, uint64_t ino, const ch
 		char link[64];
 		struct stat st;
 		snprintf(link, sizeof(link), "/proc/%d/fd/%ld", pid, fd);
+		dc_trust_enter_script();
 		ssize_t n = readlink(link, out, cap - 1);
-		if (n > 0 && (size_t)n < cap - 1 && out[0] == '/' && !stat(link, &st) &&
-		    (uint64_t)st.st_ino == ino && (uint64_t)st.st_dev == dev) {
+		int same = n > 0 && (size_t)n < cap - 1 && out[0] == '/' && !stat(link, &st) &&
+			   (uint64_t)st.st_ino == ino && (uint64_t)st.st_dev == dev;
+		dc_trust_leave_script();
+		if (same) {
 			out[n] = 0;
 			if (!strstr(out, " (deleted)"))
 				return out;
