@@ -100,6 +100,36 @@ int dc_out_path(const struct dc_outspec *o, const char *exec, const char *host, 
 	return 0;
 }
 
+/* As root: the first symbolic link among the components of directory dir (as written,
+ * each prefix lstat'ed) that neither root nor the invoking user owns, in link (len
+ * bytes), and its owner; 0 when there is none. Root does not follow another user's link
+ * to where it creates a file (as fs.protected_symlinks would in a sticky directory;
+ * symlinks(7)), which is off here. Links inside a trusted link's target are not walked. */
+static int foreign_link(const char *dir, char *link, size_t len, uid_t *owner)
+{
+	const struct dc_invoker *iv = dc_invoker();
+	if (!iv->root)
+		return 0;
+	char buf[PATH_MAX];
+	snprintf(buf, sizeof(buf), "%s", dir);
+	for (char *p = buf + 1; ; p++) {
+		if (*p != '/' && *p)
+			continue;
+		char c = *p;
+		*p = 0;
+		struct stat st;
+		if (!lstat(buf, &st) && S_ISLNK(st.st_mode) && st.st_uid != 0 &&
+		    st.st_uid != iv->uid) {
+			snprintf(link, len, "%s", buf);
+			*owner = st.st_uid;
+			return 1;
+		}
+		*p = c;
+		if (!c)
+			return 0;
+	}
+}
+
 int dc_out_create(const struct dc_outspec *o, const char *path, uid_t uid, gid_t gid,
 		  char *err, size_t errlen)
 {
@@ -116,6 +146,14 @@ int dc_out_create(const struct dc_outspec *o, const char *path, uid_t uid, gid_t
 		*slash = 0;
 	else
 		snprintf(dir, sizeof(dir), ".");
+	char link[PATH_MAX];
+	uid_t owner;
+	if (foreign_link(dir, link, sizeof(link), &owner)) {
+		snprintf(err, errlen, "-o %s: %s is a symbolic link of uid %u (neither root nor "
+			 "you): not followed as root (give the directory it points to)", path, link,
+			 (unsigned)owner);
+		return -1;
+	}
 	int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0) {
 		snprintf(err, errlen, "cannot create %s: %s: %s", path, dir, strerror(errno));

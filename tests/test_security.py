@@ -72,6 +72,20 @@ r = run(["run", "-o", os.path.join(d, "t.pfw.gz"), "--force", script, "--", "/bi
 one_line(r, "is a symbolic link", "--force does not follow a symlink")
 equal(file_state(victim), before, "--force: the symlink's target is unchanged")
 
+# a directory symlink nobody planted in the -o path: root does not follow it to create the
+# trace in a directory of root's (0700, empty afterwards)
+rootdir = os.path.join(d, "rootonly")
+os.makedirs(rootdir)
+os.chmod(rootdir, 0o700)
+subprocess.run(AS_NOBODY + ["ln", "-s", rootdir, os.path.join(d, "sub")], check=True)
+marker = os.path.join(d, "ran")
+for o in (os.path.join(d, "sub", "a.pfw.gz"), os.path.join(d, "sub")):
+    r = run(["run", "-o", o, script, "--", "/bin/sh", "-c", "touch " + marker])
+    one_line(r, "%s/sub is a symbolic link of uid %d (neither root nor you): not followed "
+             "as root" % (d, NOBODY), "-o %s through nobody's directory symlink" % o)
+equal(os.listdir(rootdir), [], "nothing created through nobody's directory symlink")
+check(not os.path.exists(marker), "the command did not start")
+
 old = write(os.path.join(d, "old.pfw.gz"), "KEEP", 0o600)
 r = run(["run", "-o", old, script, "--", "/bin/true"])
 one_line(r, "old.pfw.gz exists: not overwritten (give --force", "existing trace without --force")
