@@ -41,6 +41,7 @@ struct dc_script {
 	struct callback *cbs;       /* dc.on_event callbacks, in registration order */
 	int ncbs;
 	char **drops;               /* dc.drop_paths prefixes, applied in C before any callback */
+	size_t droplen[64];         /* their lengths */
 	int ndrops;
 	int end_ref;                /* dc.on_end's function, LUA_NOREF: none */
 	unsigned long errors;
@@ -521,7 +522,7 @@ static int l_drop_paths(lua_State *L)
 					  (int)i);
 		if (!(s->drops[s->ndrops] = strdup(p)))
 			return luaL_error(L, "drop_paths: out of memory");
-		s->ndrops++;
+		s->droplen[s->ndrops++] = strlen(p);
 		lua_pop(L, 1);
 	}
 	return 0;
@@ -529,8 +530,8 @@ static int l_drop_paths(lua_State *L)
 
 int dc_script_drops_path(const struct dc_script *s, const char *path)
 {
-	for (int i = 0; path && i < s->ndrops; i++)
-		if (!strncmp(path, s->drops[i], strlen(s->drops[i])))
+	for (int i = 0; path && i < s->ndrops; i++) /* (every event: lengths kept) */
+		if (!strncmp(path, s->drops[i], s->droplen[i]))
 			return 1;
 	return 0;
 }

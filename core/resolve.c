@@ -431,8 +431,8 @@ int dc_resolve_req(const struct dc_probe_req *r, const struct dc_sysset *claimed
 		if (found == 0 && nserved)
 			fprintf(stderr, "datacrumbs: warning: %s does not load %s (a static "
 				"binary): layer %s is traced by its system calls; its %d function%s "
-				"that %s none (%s%s) in the programs it runs that load %s\n",
-				binary, libs, l->name, rest, rest > 1 ? "s" : "",
+				"that %s no system call (%s%s) only in the programs it runs that "
+				"load %s\n", binary, libs, l->name, rest, rest > 1 ? "s" : "",
 				rest > 1 ? "are" : "is", first_unserved(r, claimed),
 				rest > 1 ? ", ..." : "", lib);
 		else if (found == 0)
@@ -443,7 +443,7 @@ int dc_resolve_req(const struct dc_probe_req *r, const struct dc_sysset *claimed
 	if (found != 0) {
 		if (nserved) /* a static binary: its system calls are still seen */
 			fprintf(stderr, "datacrumbs: warning: %s does not load %s%s: layer %s is "
-				"traced by its system calls only (%d function%s that %s none, "
+				"traced by its system calls only (%d function%s that %s no system call, "
 				"such as %s, %s not traced)\n", binary, libs, args && args[0] &&
 				pid <= 0 ? ", nor does a program among its arguments" : "", l->name,
 				rest, rest > 1 ? "s" : "", rest > 1 ? "are" : "is",

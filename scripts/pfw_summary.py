@@ -5,10 +5,12 @@ process (MPI ranks by their "Rank N" names).
 
 usage: pfw_summary.py [--top N] TRACE...
   --top N   rows per table (default 10)
-A call on two files (copy_file_range, sendfile, splice: `fhash2`) counts on both, its bytes
-read from one and written to the other. Bytes are the bytes moved: an MPI-IO call's `bytes` (from its MPI_Status), fread/fwrite's
-`ret` items x `size`, fprintf's and getline's `ret`, else the `ret` of calls that have a `count` arg when it is a byte
-count (0 < ret <= count: read, write, pread...; not fgets' pointer). Time is the sum of
+A call on two files (copy_file_range, sendfile, splice: `fhash2`) counts on both, its
+bytes read from one and written to the other. Bytes are the bytes moved (the rule of
+datacrumbs.analysis.moved_bytes): an MPI-IO call's `bytes` (from its MPI_Status),
+fread/fwrite's `ret` items x `size`, fprintf's and getline's `ret`, else the `ret` of
+calls that have a `count` arg when it is a byte count (0 < ret <= count: read, write,
+pread...; not fgets' pointer). Time is the sum of
 `dur` (us). The function table counts every event; the file and process tables only
 events not made by another event on a file, so a call and the calls it made (fstat ->
 fstatat, write -> sys_write, MPI_File_write_at -> pwrite) are not counted twice. Counter
@@ -17,8 +19,15 @@ time, in every table. A gzip member cut by a kill is skipped, as check_pfw.py --
 does. Standard library only."""
 import collections
 import json
+import os
 import sys
 import zlib
+
+# the datacrumbs package: beside this script once installed, ../python in the source tree
+_here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [p for p in (_here, os.path.join(_here, "..", "python"))
+                if os.path.isdir(os.path.join(p, "datacrumbs"))]
+from datacrumbs.analysis import moved_bytes  # noqa: E402  (one rule for both tools)
 
 
 def lines(path, state=None):
@@ -48,25 +57,6 @@ def lines(path, state=None):
                 yield json.loads(ln)
             except ValueError:
                 pass  # a line cut by a kill
-
-
-# calls without a count whose ret is the bytes they moved (printf(3), getline(3))
-RET_IS_BYTES = {"fprintf", "vfprintf", "getline", "getdelim"}
-
-
-def moved_bytes(a, name=None):
-    """The bytes a complete event's call moved (see the module doc), 0 when unknown."""
-    ret = a.get("ret")
-    if isinstance(a.get("bytes"), int):
-        return max(a["bytes"], 0)
-    if not isinstance(ret, int) or ret <= 0:
-        return 0
-    if isinstance(a.get("nmemb"), int) and isinstance(a.get("size"), int):
-        return ret * a["size"]
-    if name in RET_IS_BYTES:
-        return ret
-    count = a.get("count")
-    return ret if isinstance(count, int) and ret <= count else 0
 
 
 def summarize(path, top):

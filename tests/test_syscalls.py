@@ -51,8 +51,9 @@ equal(r.returncode, 0, "prog_raw under io_posix.lua exit status")
 # binary's calls are POSIX events too, named as libc names them; what is no system call
 # (readdir's buffered entries) needs the library, and the warning says so
 check(re.search(r"prog_raw does not load libc\.so \(a static binary\): layer POSIX is traced "
-                r"by its system calls; its 5 functions that are none \(opendir, \.\.\.\) in "
-                r"the programs it runs that load \S*libc\.so\.6$", r.stderr, re.M),
+                r"by its system calls; its 5 functions that are no system call \(opendir, "
+                r"\.\.\.\) only in the programs it runs that load \S*libc\.so\.6$", r.stderr,
+                re.M),
       "io_posix.lua warns about the static binary: %r" % r.stderr)
 equal([shape(e, data) for e in on(events, data, "POSIX")], [
     ("openat", "raw.bin", {"dirfd": AT_FDCWD, "flags": O_CREAT | O_WRONLY | O_TRUNC,
