@@ -155,10 +155,10 @@ static int read_probe(struct reader *r, struct dc_wire_reqs *o, dc_layer_allow_f
 	if (!where || get_num(r, 0, 1, &up) || get_num(r, -1, MAX_LIST, &n))
 		BAD("site mode: the declare run's dc.probe record is malformed");
 	snprintf(q.where, sizeof(q.where), "%s", where);
-	if (allow(path, arg, err, errlen))
+	char real[4096], lerr[1024];
+	if (allow(path, arg, real, sizeof(real), err, errlen))
 		return -1;
-	char lerr[1024];
-	struct dc_layer *l = dc_layer_load(path, lerr, sizeof(lerr));
+	struct dc_layer *l = dc_layer_load(real, lerr, sizeof(lerr));
 	if (!l)
 		BAD("%s %s", where, lerr);
 	if (add_layer(o, l))
