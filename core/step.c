@@ -558,8 +558,8 @@ static void add_task(struct step *st, int pid, int rank, char *cbuf, size_t *cle
 		say(st->ctl, "fail the trace's consumer did not answer for pid %d", pid);
 		return;
 	}
+	write_status(st); /* before "ok": whoever learns of the task sees it listed */
 	say(st->ctl, "ok");
-	write_status(st);
 }
 
 /* The step's life: plugin lines in, consumer counts, the status file each second, until

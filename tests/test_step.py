@@ -116,7 +116,53 @@ def writes_of(events, pid, fh):
             e.get("args", {}).get("fhash") == fh]
 
 
-before_links = set(t.orphan_links())
+def consumer_fds(cpid):
+    """The consumer runs as the user, is not dumpable (its /proc/PID/fd stays root's: the
+    user cannot ptrace it or reach its fds) and holds no BPF program or link, only the
+    ring buffer, aggs, and read-only stats and traced maps."""
+    uids = [line.split()[1:4] for line in open("/proc/%d/status" % cpid)
+            if line.startswith("Uid:")][0]
+    t.equal(uids, [str(NOBODY.pw_uid)] * 3, "consumer's uids")
+    t.equal(os.stat("/proc/%d/fd" % cpid).st_uid, 0, "consumer not dumpable")
+    names = {m["id"]: m.get("name") for m in json.loads(subprocess.run(
+        ["bpftool", "-j", "map", "show"], capture_output=True, text=True).stdout or "[]")}
+    kinds, maps = [], {}
+    for fd in os.listdir("/proc/%d/fd" % cpid):
+        target = os.readlink("/proc/%d/fd/%s" % (cpid, fd))
+        if target.startswith("anon_inode:bpf"):
+            kinds.append(target)
+        info = dict(line.split(":", 1) for line in
+                    open("/proc/%d/fdinfo/%s" % (cpid, fd)).read().splitlines() if ":" in line)
+        if "map_id" in info:
+            maps[names.get(int(info["map_id"]))] = int(info["flags"], 8) & 3
+    t.equal(sorted(kinds), ["anon_inode:bpf-map"] * 4, "consumer's BPF fds: 4 maps only")
+    t.equal(maps, {"events": 2, "aggs": 2, "stats": 0, "traced": 0},
+            "consumer's maps, O_RDWR 2 / O_RDONLY 0")
+
+
+def links_of(pid):
+    """The BPF link ids process pid holds (its fdinfo's link_id)."""
+    ids = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            for line in open("/proc/%d/fdinfo/%s" % (pid, fd)):
+                if line.startswith("link_id:"):
+                    ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    return ids
+
+
+def live_links():
+    r = subprocess.run(["bpftool", "-j", "link", "list"], capture_output=True, text=True)
+    return {link["id"] for link in json.loads(r.stdout or "[]")}
+
+
+def none_left(ids, what):
+    """Every link the tracer held is gone once it exited (exactly its own, whatever other
+    tracers on the machine hold)."""
+    t.check(len(ids) > 0, "%s: the tracer held links" % what)
+    t.equal(sorted(ids & live_links()), [], "%s: nothing left attached" % what)
 
 # --- a traced step of two tasks, and a process of the same user that is no task ---------
 cwd = user_dir("step_basic")
@@ -124,6 +170,7 @@ statusd = t.workdir("step_status")
 s = Step(cwd, ["io_posix.lua"], status_dir=statusd)
 ready = s.line()
 t.check(ready.startswith("ready ") and int(ready.split()[1]) > 0, "ready line: %r" % ready)
+held = links_of(s.p.pid)
 # a process of nobody's that is not a task of the step, running meanwhile
 other, release_other = held_task(cwd, ["/usr/bin/dd", "if=/dev/zero", "of=other.out",
                                        "bs=4096", "count=7", "status=none"])
@@ -142,6 +189,7 @@ for rank, blocks in ((0, 1), (1, 2)):
                 ("41", "0", "n1", "nobody", NOBODY.pw_uid, [pid]), "status file facts")
         t.equal(st["trace"], os.path.join(cwd, "41.0-n1.pfw.gz"), "status file's trace")
         t.check(st["consumer_pid"] > 0 and st["tracer_pid"] == s.p.pid, "status pids %r" % st)
+        consumer_fds(st["consumer_pid"])
 os.waitpid(other, 0)
 s.send("end")
 done = s.line().split()
@@ -177,12 +225,12 @@ for rank, pid in enumerate(pids):
             % rank)
 t.equal([e for e in ev if e.get("pid") == other], [], "no record of the untraced process")
 t.check(os.path.join(cwd, "other.out") not in fh, "the untraced process's file unnamed")
-t.equal(sorted(set(t.orphan_links()) - before_links), [], "nothing left attached")
+none_left(held, "basic")
 
 
 def refused(name, script, want, site=None, exe="dd"):
-    """A step that cannot trace: one 'fail' line naming why, exit 125, no trace file,
-    nothing attached."""
+    """A step that cannot trace: one 'fail' line naming why, exit 125, no trace file (it
+    fails before anything is attached: e2e_nothing_left checks the machine after all)."""
     cwd = user_dir("step_" + name)
     s = Step(cwd, script, site=site, exe=exe)
     first = s.line()
@@ -192,7 +240,6 @@ def refused(name, script, want, site=None, exe="dd"):
     t.equal(rc, 125, "%s: exit status" % name)
     t.equal([x for x in os.listdir(cwd) if x.endswith(".pfw.gz")], [],
             "%s: no trace file" % name)
-    t.equal(sorted(set(t.orphan_links()) - before_links), [], "%s: nothing attached" % name)
     return cwd
 
 
@@ -263,6 +310,7 @@ for how in ("eof", "sigterm"):
     cwd = user_dir("step_" + how)
     s = Step(cwd, ["io_posix.lua"], job="42", step="batch")
     t.check(s.line().startswith("ready "), "%s: ready" % how)
+    held = links_of(s.p.pid)
     pid, answer, code = run_task(s, cwd, ["/usr/bin/dd", "if=/dev/zero", "of=x.out",
                                           "bs=1000", "count=5", "status=none"], 0)
     t.equal(answer, "ok", "%s: task answered" % how)
@@ -281,6 +329,6 @@ for how in ("eof", "sigterm"):
             [1000] * 5, "%s: the task's writes" % how)
     end = [e for e in ev if e.get("name") == "end"]
     t.equal(len(end), 1, "%s: the trace has its end record" % how)
-    t.equal(sorted(set(t.orphan_links()) - before_links), [], "%s: nothing attached" % how)
+    none_left(held, how)
 
 t.finish()
