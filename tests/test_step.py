@@ -259,45 +259,33 @@ open_site = site_conf(t.workdir("step_site_open"), "user_scripts = yes\nuser_upr
 cwd = refused("noscripts", ["./mine.lua"], "refused: this site runs only its own scripts",
               site=strict)
 # a user's script runs as the user: root-only files are not readable, programs not started
+def user_fails(d, name, text, wants, what):
+    """A user's script (in d, nobody's) that the site allows: its run as the user fails
+    with one 'fail' line holding each of wants, exit 125."""
+    user_script(d, name, 'local dc = require "datacrumbs"\n' + text)
+    s = Step(d, ["./" + name], site=open_site)
+    first = s.line()
+    rc, _ = s.wait()
+    t.check(first.startswith("fail ") and all(w in first for w in wants),
+            "%s: %r has %r" % (what, first, wants))
+    t.equal(rc, 125, "%s: exit status" % what)
+
+
 d = user_dir("step_as_user")
-user_script(d, "shadow.lua", 'local dc = require "datacrumbs"\ndc.probe "posix"\n'
-            'assert(io.open("/etc/shadow"))\n')
-s = Step(d, ["./shadow.lua"], site=open_site)
-first = s.line()
-s.wait()
-t.check(first.startswith("fail ") and "shadow.lua:3:" in first and
-        "/etc/shadow: Permission denied" in first, "root-only file: %r" % first)
-user_script(d, "exec.lua", 'local dc = require "datacrumbs"\ndc.probe "posix"\n'
-            'os.execute("id > /tmp/dc_step_exec")\n')
-s = Step(d, ["./exec.lua"], site=open_site)
-first = s.line()
-s.wait()
-t.check(first.startswith("fail ") and "exec.lua:3:" in first and "os.execute" in first,
-        "os.execute: %r" % first)
+user_fails(d, "shadow.lua", 'dc.probe "posix"\nassert(io.open("/etc/shadow"))\n',
+           ["shadow.lua:3:", "/etc/shadow: Permission denied"], "root-only file")
+user_fails(d, "exec.lua", 'dc.probe "posix"\nos.execute("id > /tmp/dc_step_exec")\n',
+           ["exec.lua:3:", "os.execute"], "os.execute")
 t.check(not os.path.exists("/tmp/dc_step_exec"), "os.execute ran nothing")
-# dc.uprobe where the site says no; a probe description of the user's own
-user_script(d, "up.lua", 'local dc = require "datacrumbs"\n'
-            'dc.uprobe { file = "CMD", functions = "main" }\n')
-s = Step(d, ["./up.lua"], site=open_site)
-first = s.line()
-s.wait()
-t.check(first.startswith("fail ") and "up.lua:2:" in first and "user_uprobes = no" in first,
-        "dc.uprobe refused: %r" % first)
+# dc.uprobe where the site says no; a probe description of the user's own; a syntax error
+user_fails(d, "up.lua", 'dc.uprobe { file = "CMD", functions = "main" }\n',
+           ["up.lua:2:", "user_uprobes = no"], "dc.uprobe refused")
 user_script(d, "my.yaml", "layer: MINE\nlibrary: libc.so\nfunctions:\n  - name: write\n")
-user_script(d, "yaml.lua", 'local dc = require "datacrumbs"\ndc.probe "%s"\n'
-            % os.path.join(d, "my.yaml"))
-s = Step(d, ["./yaml.lua"], site=open_site)
-first = s.line()
-s.wait()
-t.check(first.startswith("fail ") and "site mode loads descriptions only from" in first,
-        "own probe description refused: %r" % first)
-# a script with an error, the program not found, a bad site.conf, one others can write
-d = user_dir("step_syntax")
-user_script(d, "bad.lua", "local dc = require 'datacrumbs'\ndc.probe(\n")
-s = Step(d, ["./bad.lua"], site=open_site)
-first = s.line()
-s.wait()
-t.check(first.startswith("fail ") and "bad.lua:" in first, "syntax error: %r" % first)
+user_fails(d, "yaml.lua", 'dc.probe "%s"\n' % os.path.join(d, "my.yaml"),
+           ["yaml.lua:2:", "site mode loads descriptions only from"],
+           "own probe description refused")
+user_fails(d, "bad.lua", "dc.probe(\n", ["bad.lua:"], "syntax error")
+# the program not found, a bad site.conf, one others can write
 refused("noexe", ["io_posix.lua"], "no_such_program_here", exe="no_such_program_here")
 bad = site_conf(t.workdir("step_site_bad"), "scripts = /usr/share\nuser_script = yes\n")
 refused("badconf", ["io_posix.lua"], "site.conf:2: unknown key 'user_script'", site=bad)
