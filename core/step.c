@@ -33,6 +33,7 @@
 #include "session.h"
 #include "siteconf.h"
 #include "trust.h"
+#include "writer.h"
 
 #define STATUS_DIR "/run/datacrumbs"
 #define DECLARE_MAX (64u << 20)   /* a declare run's bytes: more is surely no script of ours */
@@ -419,19 +420,15 @@ static int start_consumer(struct step *st, uint64_t t0)
 	return 0;
 }
 
-/* s as a JSON string's contents (RFC 8259 section 7): quote, backslash and controls
- * escaped; a user's path or name cannot add fields to the status file. */
+/* s as a JSON string's contents, escaped as the trace's strings are (writer.h
+ * dc_json_escape: quote, backslash, controls, bytes not UTF-8 as \ufffd): a user's path or
+ * name cannot add fields to the status file, nor make it unreadable. */
 static void json_str(FILE *f, const char *s)
 {
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
+	char buf[6 * PATH_MAX + 8];
+	long n = dc_json_escape(buf, sizeof(buf), s, strlen(s));
+	if (n > 0)
+		fwrite(buf, 1, (size_t)n, f);
 }
 
 /* Writes the status file `datacrumbs status` lists (temp file + rename: readers never
