@@ -1,5 +1,5 @@
 """test_jobview.py: one analysis of a job's traces from several nodes (scripts/pfw_summary.py
---job and DIR, datacrumbs report on the directory). Real traces: tests/progs/prog_ranks.c
+--job and DIR, datacrumbs report on the directory). Real traces: tests/progs/prog_jobranks.c
 (MPICH singletons whose rank is SLURM_PROCID, as under srun) run by `datacrumbs run` in UTS
 namespaces with the host names n1 and n2, written as <jobid>.<stepid>-<node>.pfw.gz: job
 4242 step 0 on n1 (ranks 0, 1) and n2 (ranks 2, 3), its batch step on n1 (a task that is
@@ -22,7 +22,7 @@ from dctest import check, equal  # noqa: E402
 dctest.need_root()
 HERE = os.path.dirname(os.path.abspath(__file__))
 SUMMARY = os.path.join(HERE, "..", "scripts", "pfw_summary.py")
-SRC = os.path.join(HERE, "progs", "prog_ranks.c")
+SRC = os.path.join(HERE, "progs", "prog_jobranks.c")
 for tool in ("mpicc.mpich", "unshare", "hostname"):
     if not shutil.which(tool):
         print("SKIP: %s absent (scripts/setup.sh installs it): test_jobview NOT RUN" % tool)
@@ -46,7 +46,7 @@ traces = os.path.join(d, "traces")
 data = os.path.join(d, "data")
 os.makedirs(traces)
 os.makedirs(data)
-prog = os.path.join(d, "prog_ranks")
+prog = os.path.join(d, "prog_jobranks")
 subprocess.run(["mpicc.mpich", "-O0", "-o", prog, SRC], check=True)
 script = os.path.join(d, "ranks.lua")
 with open(script, "w") as f:
@@ -58,13 +58,13 @@ def pieces(b):
 
 
 def task_calls(b, rank):
-    """prog_ranks' calls for one task of b bytes: openat, the writes, lseek, the reads (one
+    """prog_jobranks' calls for one task of b bytes: openat, the writes, lseek, the reads (one
     more, returning 0), close; a rank adds MPI_Init and MPI_Finalize."""
     return 1 + pieces(b) + 1 + pieces(b) + 1 + 1 + (2 if rank is not None else 0)
 
 
 def run(host, name, tasks):
-    """Traces prog_ranks with tasks [(rank or None, bytes)] on host name `host` into
+    """Traces prog_jobranks with tasks [(rank or None, bytes)] on host name `host` into
     traces/name. Returns the trace's path."""
     out = os.path.join(traces, name)
     args = ["%s:%d" % ("-" if r is None else r, b) for r, b in tasks]

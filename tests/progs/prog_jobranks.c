@@ -1,5 +1,5 @@
-/* prog_ranks.c: "ranks" of a job step on one node, for tests/test_jobview.py. Linked with
- * MPICH (mpicc.mpich). `prog_ranks DIR R:BYTES...` forks one child per argument, which
+/* prog_jobranks.c: "ranks" of a job step on one node, for tests/test_jobview.py. Linked with
+ * MPICH (mpicc.mpich). `prog_jobranks DIR R:BYTES...` forks one child per argument, which
  * re-executes this program with SLURM_PROCID=R (the rank as srun sets it); the child calls
  * MPI_Init (a singleton), opens DIR/rank-R.dat, writes BYTES bytes to it in pieces of at
  * most 4096 bytes, seeks to 0, reads it back in pieces of 4096 (the last read returns 0),
@@ -52,7 +52,7 @@ int main(int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[1], "--rank"))
 		return rank_main(argv[2], getenv("SLURM_PROCID"), atol(argv[3]));
 	if (argc < 3) {
-		fprintf(stderr, "usage: prog_ranks DIR R:BYTES...\n");
+		fprintf(stderr, "usage: prog_jobranks DIR R:BYTES...\n");
 		return 2;
 	}
 	for (int i = 2; i < argc; i++) {
