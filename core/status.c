@@ -257,11 +257,18 @@ static long long process_start(long long pid)
 int dc_status_tracer_alive(const struct dc_status *s)
 {
 	char path[64], exe[4096];
-	struct stat st;
 	if (s->tracer_pid <= 0 || s->tracer_pid > 0x3fffffff)
 		return 0;
-	snprintf(path, sizeof(path), "/proc/%lld", s->tracer_pid);
-	if (stat(path, &st) || st.st_uid != 0)
+	snprintf(path, sizeof(path), "/proc/%lld/status", s->tracer_pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	long long uid[4] = { -1, -1, -1, -1 };
+	while (fgets(exe, sizeof(exe), f))
+		if (sscanf(exe, "Uid: %lld %lld %lld %lld", &uid[0], &uid[1], &uid[2], &uid[3]) == 4)
+			break;
+	fclose(f);
+	if (uid[0] != 0 || uid[1] != 0) /* real and effective: root's (proc(5) "Uid") */
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%lld/exe", s->tracer_pid);
 	ssize_t n = readlink(path, exe, sizeof(exe) - 1);

@@ -43,9 +43,10 @@ def lines(path, state=None):
     return analysis.records(path, state)
 
 
-def collect(path):
+def collect(path, recs=None, closed=None):
     """One trace's tables: (by_func, by_file, by_proc, pids, end, closed), each table
-    {key: [calls, bytes, time]}."""
+    {key: [calls, bytes, time]}. recs: its records when already read (metadata first,
+    then events), closed whether it had its "]"; else the file is read."""
     files = {}
     by_func = collections.defaultdict(lambda: [0, 0, 0])
     by_file = collections.defaultdict(lambda: [0, 0, 0])
@@ -55,7 +56,11 @@ def collect(path):
     io_ids = set()   # (pid, tid, id) of events on a file (upstream repeats ids per thread)
     rows = []        # (pid, tid, p_idx, function key, file, bytes, dur)
     state = {}
-    for e in lines(path, state):
+    if recs is None:
+        recs = lines(path, state)
+    else:
+        state["closed"] = closed
+    for e in recs:
         a = e.get("args", {})
         if e.get("ph") == "M" and e.get("name") == "FH":
             files[a.get("value")] = a.get("name")
@@ -155,7 +160,7 @@ def job_summary(label, paths, top):
         print("  ... %d more" % (len(order) - top))
     by_func, by_file = {}, {}
     for t in traces:
-        f, fl = collect(t.path)[:2]
+        f, fl = collect(t.path, t.meta + t.events, t.closed)[:2]
         for acc, table in ((by_func, f), (by_file, fl)):
             for k, v in table.items():
                 a = acc.setdefault(k, [0, 0, 0])
