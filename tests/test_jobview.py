@@ -6,8 +6,8 @@ namespaces with the host names n1 and n2, written as <jobid>.<stepid>-<node>.pfw
 no rank), job 999 on n1 (rank 9, to be left out). A copy of n1's step 0 trace given the
 site tracer's metadata records (node n4, job_id, step_id, user) stands for step 1 on n4:
 the node record wins over the host name, and its pids equal n1's, so processes must be
-told apart by node. Every figure is what the programs did: each rank's calls and bytes
-read and written; time is the sum of the events' dur, counted here from the traces."""
+told apart by node. Every figure is what the programs did: each rank's calls, bytes
+written (its BYTES) and read (half of them); time is the sum of the events' dur, counted here from the traces."""
 import gzip
 import html.parser
 import os
@@ -58,9 +58,9 @@ def pieces(b):
 
 
 def task_calls(b, rank):
-    """prog_jobranks' calls for one task of b bytes: openat, the writes, lseek, the reads (one
-    more, returning 0), close; a rank adds MPI_Init and MPI_Finalize."""
-    return 1 + pieces(b) + 1 + pieces(b) + 1 + 1 + (2 if rank is not None else 0)
+    """prog_jobranks' calls for one task of b bytes: openat, the writes, lseek, the reads of
+    b // 2 bytes, close; a rank adds MPI_Init and MPI_Finalize."""
+    return 1 + pieces(b) + 1 + pieces(b // 2) + 1 + (2 if rank is not None else 0)
 
 
 def run(host, name, tasks):
@@ -124,7 +124,7 @@ for name, (host, tasks) in JOB.items():
     equal(sorted(pids, key=str), sorted((r for r, _ in tasks), key=str), "%s: its tasks" % name)
     for r, b in tasks:
         if r in pids:
-            want[(name, host, r, pids[r])] = [task_calls(b, r), b, b, dur[pids[r]]]
+            want[(name, host, r, pids[r])] = [task_calls(b, r), b // 2, b, dur[pids[r]]]
 # step 1 on n4: n1's step 0 under the site records (same pids as on n1)
 n4 = with_site_records(os.path.join(traces, "4242.0-n1.pfw.gz"),
                        os.path.join(traces, "4242.1-n4.pfw.gz"), "n4", "4242", "1")
@@ -174,7 +174,8 @@ def expect(files):
 
 job_files = ["4242.0-n1.pfw.gz", "4242.0-n2.pfw.gz", "4242.batch-n1.pfw.gz", "4242.1-n4.pfw.gz"]
 w_total, w_nodes, w_ranks = expect(job_files)
-equal(w_total[1:3], [40123, 40123], "the job's tasks read and wrote 40,123 bytes (the sum)")
+equal(w_total[1:3], [20061, 40123], "the job's tasks wrote 40,123 bytes and read 20,061 "
+      "(the sums of each one's bytes and half of them)")
 r = summary(["--job", "4242", traces])
 equal(r.returncode, 0, "pfw_summary --job 4242 DIR: exit 0 (%s)" % r.stderr)
 head, total, nodes, ranks = parse(r.stdout)
