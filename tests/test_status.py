@@ -64,13 +64,17 @@ files = {
     "777.batch.json": obj("777", "batch", dead.pid, now),
     "778.0.json": obj("778", "0", os.getpid(), now),          # alive, not datacrumbs
     "778.1.json": obj("778", "1", tracer.pid, now - 3600),    # the pid started later
+    # named as datacrumbs step names its files; a user name and path that need escapes
+    "800.0-n1.json": dict(obj("800", "0", tracer.pid, now), user='b"o\\b',
+                          trace="/home/b/\u00e9t\u00e9/800.0-n1.pfw.gz"),
 }
 for name, o in files.items():
     put(name, o)
 planted = put("779.0.json", obj("779", "0", tracer.pid, now), owner=NOBODY)
 open_to_all = put("781.0.json", obj("781", "0", tracer.pid, now), mode=0o666)
 bad = put("780.0.json", None, text='{"job":"780","step":"0",\n"uid":}\n')
-put(".777.0.json.tmp", None, text="{")  # a tracer's temporary file, before its rename
+put(".777.0.json.tmp", None, text="{")  # a tracer's temporary files, before their rename
+put("800.0-n1.json.tmp", None, text='{"job":')
 put("notes.txt", None, text="not a status file")
 
 r = status()
@@ -81,8 +85,9 @@ rows = [header] + ["%-10s %-6s %-10s %-8s %5d %6d %12d %8d %s" % (
     o["job"], o["step"], o["user"], t, len(o["tasks"]), o["probes"], o["events"], o["lost"],
     o["trace"]) for o, t in ((files["777.0.json"], str(tracer.pid)),
                              (files["777.batch.json"], "stale"), (files["778.0.json"], "stale"),
-                             (files["778.1.json"], "stale"))]
-equal(r.stdout.splitlines(), rows, "the table: the live tracer's row, three stale ones")
+                             (files["778.1.json"], "stale"),
+                             (files["800.0-n1.json"], str(tracer.pid)))]
+equal(r.stdout.splitlines(), rows, "the table: the live tracer's two rows, three stale ones")
 equal(sorted(r.stderr.splitlines()), sorted([
     "datacrumbs status: warning: %s is not a regular file owned by root and writable only by "
     "it: ignored" % planted,
@@ -97,8 +102,8 @@ try:
     got = json.loads(r.stdout)
 except ValueError as e:
     got = "not JSON: %s: %r" % (e, r.stdout)
-want = [dict(files[n], stale=n != "777.0.json")
-        for n in ("777.0.json", "777.batch.json", "778.0.json", "778.1.json")]
+want = [dict(files[n], stale=n not in ("777.0.json", "800.0-n1.json"))
+        for n in ("777.0.json", "777.batch.json", "778.0.json", "778.1.json", "800.0-n1.json")]
 equal(got, want, "--json: the objects as written, with stale")
 
 # an untrusted directory: writable by others, then not root's
@@ -118,7 +123,7 @@ err = tracer.stderr.read().decode()
 equal(tracer.wait(timeout=120), 0, "the traced cat ended, exit 0 (%s)" % err[-500:])
 dctest.check_pfw(trace)
 r = status()
-equal([ln.split()[3] for ln in r.stdout.splitlines()[1:]], ["stale"] * 4,
+equal([ln.split()[3] for ln in r.stdout.splitlines()[1:]], ["stale"] * 5,
       "after the tracer's end every row is stale")
 r = dctest.run_dc(["status", "--help"])
 check(r.returncode == 0 and r.stdout.startswith("usage: datacrumbs status"), "--help")
