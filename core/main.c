@@ -7,19 +7,19 @@
 #include "dc_features.h"
 #include "list.h"
 #include "pytools.h"
-#include "session.h"
 #include "status.h"
+#include "session.h"
 
 int main(int argc, char **argv)
 {
+	if (argc >= 2 && !strcmp(argv[1], "status"))
+		return dc_status_main(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "features"))
 		return dc_features_main(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "list"))
 		return dc_list_main(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "check"))
 		return dc_check_main(argc - 1, argv + 1);
-	if (argc >= 2 && !strcmp(argv[1], "status"))
-		return dc_status_main(argc - 1, argv + 1);
 	if (argc >= 2 && dc_pytool_is(argv[1]))
 		return dc_pytool_main(argc - 1, argv + 1);
 	struct dc_opts o;
