@@ -1,5 +1,5 @@
 /* main.c: the datacrumbs command: parse the command line, run the session (or the
- * features checks, list, check, status), exit with its status. The rest lives in core/'s modules. */
+ * features checks, list, check, status), exit with its status. The rest lives in core/. */
 #include <string.h>
 
 #include "check.h"

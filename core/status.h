@@ -26,9 +26,9 @@ int dc_status_parse(const char *name, const char *text, size_t len, struct dc_st
 		    char *err, size_t errlen);
 
 /* Whether the tracer of *s is alive and is the one that wrote the file: its real and
- * effective uid are 0 (/proc/PID/status), its executable is named datacrumbs, and it started (proc(5): /proc/PID/stat
- * starttime, /proc/stat btime) no later than s->started + 1 s (a reused pid started
- * later). Returns 1 or 0. */
+ * effective uid are 0 (/proc/PID/status), its executable is named datacrumbs, and it
+ * started (proc(5): /proc/PID/stat starttime, /proc/stat btime) no later than
+ * s->started + 1 s (a reused pid started later). Returns 1 or 0. */
 int dc_status_tracer_alive(const struct dc_status *s);
 
 /* `datacrumbs status [--dir DIR] [--json]`: argv[0] is "status". Returns the exit status:
