@@ -10,6 +10,7 @@ told apart by node. Every figure is what the programs did: each rank's calls, by
 written (its BYTES) and read (half of them); time is the sum of the events' dur, counted here from the traces."""
 import gzip
 import html.parser
+import json
 import os
 import shutil
 import subprocess
@@ -262,6 +263,19 @@ else:
            for row in t.tables.get("ranks", [])[1:]}, w_ranks, "report: the per-rank table")
     procs = [row[0] for row in t.tables.get("processes", [])[1:]]
     equal(len(procs), 7, "report: 7 processes (equal pids of n1 and n4 are two): %r" % procs)
+    # the loader's node column (its size is the bytes moved: read + written; no event here
+    # is made by another, so every row counts)
+    code = ("import json, sys; sys.path.insert(0, %r); from datacrumbs import analysis; "
+            "df = analysis.load(%r); g = df.groupby('node')[['calls', 'size']].sum(); "
+            "print(json.dumps({n: [int(r['calls']), int(r['size'])] for n, r in g.iterrows()}), "
+            "len(df.groupby(['node', 'pid'])))"
+            % (os.path.join(HERE, "..", "python"), job_dir))
+    r = subprocess.run([py, "-c", code], capture_output=True, text=True)
+    equal(r.returncode, 0, "the loader on the job's directory (%s)" % r.stderr[-1000:])
+    got, nprocs = (r.stdout.rsplit(" ", 1) + [""])[:2]
+    equal((json.loads(got or "{}"), nprocs.strip()),
+          ({n: [v[0], v[1] + v[2]] for n, v in w_nodes.items()}, "7"),
+          "loader: calls and bytes per node; (node, pid) groups (n1's and n4's pids equal)")
 
 # the upstream DFTracer trace in a directory: one node, its host
 up = dctest.upstream_trace()
