@@ -277,6 +277,33 @@ else:
           ({n: [v[0], v[1] + v[2]] for n, v in w_nodes.items()}, "7"),
           "loader: calls and bytes per node; (node, pid) groups (n1's and n4's pids equal)")
 
+# convert --chrome of the job's directory: one document, n4's pids (equal to n1's) given
+# new ones, each process labelled with its node and own pid, every (pid, id) unique
+job_dir = os.path.join(d, "job4242-chrome")
+os.makedirs(job_dir)
+for f in job_files:
+    os.link(os.path.join(traces, f), os.path.join(job_dir, f))
+doc_path = os.path.join(d, "job.chrome.json")
+r = dctest.run_dc(["convert", "--chrome", "-o", doc_path, job_dir])
+equal(r.returncode, 0, "convert --chrome DIR: exit 0 (%s)" % r.stderr)
+with open(doc_path, encoding="utf-8") as f:
+    doc = json.load(f)
+evs = doc["traceEvents"]
+labels = {e["pid"]: e["args"]["labels"] for e in evs if e["name"] == "process_labels"}
+got = {}
+for e in evs:
+    if e["ph"] == "X" and e["cat"] != "datacrumbs":
+        got[e["pid"]] = got.get(e["pid"], 0) + 1
+want_chrome = {}  # label -> events: "rank R, NODE pid P" (no rank: "NODE pid P")
+for (name, node, rk, pid), v in want.items():
+    if name in job_files:
+        lab = ("rank %d, " % rk if rk is not None else "") + "%s pid %d" % (node, pid)
+        want_chrome[lab] = v[0]
+equal({labels.get(p, "no label for pid %d" % p): n for p, n in got.items()}, want_chrome,
+      "convert: each process (7, n1's and n4's apart) with its events, labelled by node")
+ids = [(e["pid"], e["id"]) for e in evs if e["ph"] == "X" and "id" in e]
+equal(len(ids), len(set(ids)), "convert: every (pid, id) of the document unique")
+
 # the upstream DFTracer trace in a directory: one node, its host
 up = dctest.upstream_trace()
 if up:
