@@ -190,6 +190,11 @@ for rank, blocks in ((0, 1), (1, 2)):
         t.equal(st["trace"], os.path.join(cwd, "41.0-n1.pfw.gz"), "status file's trace")
         t.check(st["consumer_pid"] > 0 and st["tracer_pid"] == s.p.pid, "status pids %r" % st)
         consumer_fds(st["consumer_pid"])
+        # `datacrumbs status` lists the step, live
+        r = t.run_dc(["status", "--dir", statusd, "--json"])
+        rows = json.loads(r.stdout) if r.returncode == 0 else []
+        t.equal([(x["job"], x["step"], x["user"], x["tasks"], x["stale"]) for x in rows],
+                [("41", "0", "nobody", [pid], False)], "datacrumbs status (%s)" % r.stderr)
 os.waitpid(other, 0)
 s.send("end")
 done = s.line().split()
