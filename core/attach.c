@@ -22,6 +22,7 @@
 #include "elfsym.h"
 #include "kernel.skel.h"
 #include "kmech.h"
+#include "pinfile.h"
 #include "retsite.h"
 #include "vfs.skel.h"
 #include "syscall.skel.h"
@@ -449,7 +450,9 @@ static void skip_report(const struct skips *sk, const char *lib, unsigned of)
 static int evex_first(const char *lib, uint64_t off)
 {
 	unsigned char c = 0;
-	FILE *f = fopen(lib, "rb");
+	char pinned[64];
+	const char *p = dc_pin(lib, pinned, sizeof(pinned));
+	FILE *f = p ? fopen(p, "rb") : NULL;
 	if (!f)
 		return 0;
 	int ok = fseek(f, (long)off, SEEK_SET) == 0 && fread(&c, 1, 1, f) == 1;
@@ -519,12 +522,15 @@ static unsigned link_split(struct dc_bpf *b, int kind, const char *lib, const un
 		offs[i] = b->probes[idx[i]].at;
 		cookies[i] = cookie_of(&b->probes[idx[i]], idx[i]);
 	}
-	int fd = kind == LK_SESSION ?
-		 dc_link_uprobe_session(bpf_program__fd(b->skel->progs.dc_session), lib, offs,
+	/* site mode: the very file the offsets were read from (core/pinfile.h) */
+	char pinned[64];
+	const char *path = dc_pin(lib, pinned, sizeof(pinned));
+	int fd = !path ? -1 : kind == LK_SESSION ?
+		 dc_link_uprobe_session(bpf_program__fd(b->skel->progs.dc_session), path, offs,
 					cookies, n, 0) :
 		 dc_link_uprobe_multi(bpf_program__fd(kind == LK_RETURN ? b->skel->progs.dc_return
 							: b->skel->progs.dc_entry),
-				      lib, offs, cookies, n, kind == LK_RETURN, 0);
+				      path, offs, cookies, n, kind == LK_RETURN, 0);
 	int e = errno;
 	free(offs);
 	free(cookies);
@@ -1081,11 +1087,17 @@ static unsigned attach_uprobe_pairs(struct dc_bpf *b)
 		if (p->catcher == 2 || skip_evex(b, i, i + 1, &bad))
 			continue;
 		LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie_of(p, i));
+		char pinned[64];
+		const char *path = dc_pin(p->library, pinned, sizeof(pinned));
+		if (!path) {
+			skip_add(&sk, p->func->name, errno);
+			continue;
+		}
 		o.retprobe = true; /* the return first, as in attach_multi */
 		if (hijacks(p)) {
 			b->links[2 * i + 1] = bpf_program__attach_uprobe_opts(b->skel->progs.dc_return,
-									       -1, p->library,
-									       p->at, &o);
+									       -1, path, p->at,
+									       &o);
 			if (!b->links[2 * i + 1]) {
 				skip_add(&sk, p->func->name, errno);
 				continue;
@@ -1093,7 +1105,7 @@ static unsigned attach_uprobe_pairs(struct dc_bpf *b)
 		}
 		o.retprobe = false;
 		b->links[2 * i] = bpf_program__attach_uprobe_opts(b->skel->progs.dc_entry, -1,
-								   p->library, p->at, &o);
+								   path, p->at, &o);
 		if (!b->links[2 * i]) {
 			skip_add(&sk, p->func->name, errno);
 			bpf_link__destroy(b->links[2 * i + 1]);

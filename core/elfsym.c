@@ -2,6 +2,7 @@
  * search, done by hand) and function symbols mapped to uprobe file offsets. No BPF, no probes. */
 #define _GNU_SOURCE
 #include "elfsym.h"
+#include "pinfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -80,7 +81,9 @@ static int elf_file_open(struct elf_file *f, const char *path, char *err, size_t
 		set_err(err, errlen, "%s: libelf: %s", path, elf_errmsg(-1));
 		return -1;
 	}
-	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	char pinned[64];
+	const char *p = dc_pin(path, pinned, sizeof(pinned)); /* site mode: as the user, once */
+	f->fd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
 	if (f->fd < 0) {
 		set_err(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;

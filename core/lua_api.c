@@ -992,9 +992,10 @@ static void on_count(lua_State *L, lua_Debug *ar)
  * names the script's line (level 1: the caller of this C function). */
 static int l_unsafe(lua_State *L)
 {
-	return luaL_error(L, "%s is not available without --unsafe (it would start a "
-			  "program or load native code with the tracer's privileges)",
-			  lua_tostring(L, lua_upvalueindex(1)));
+	const char *why = lua_tostring(L, lua_upvalueindex(2));
+	return luaL_error(L, "%s is not available without --unsafe (it would %s with the "
+			  "tracer's privileges)", lua_tostring(L, lua_upvalueindex(1)),
+			  why ? why : "start a program or load native code");
 }
 
 /* Replaces t[name] (t at the top of the stack) by l_unsafe, when present. */
@@ -1161,9 +1162,38 @@ static void restrict_libs(lua_State *L)
 
 /* luaopen_luv without the calls that start processes or new Lua states (a thread's or
  * work's state has the full, unrestricted libraries): they raise the --unsafe error. */
+/* Replaces method `name` of luv's handle type `mt` (its metatable's __index table, luv's
+ * src/lhandle.c) with the --unsafe error. */
+static void forbid_method(lua_State *L, const char *mt, const char *name)
+{
+	if (luaL_getmetatable(L, mt) == LUA_TTABLE &&
+	    lua_getfield(L, -1, "__index") == LUA_TTABLE) {
+		lua_pushfstring(L, "%s:%s", mt + 3, name);
+		lua_pushliteral(L, "let a file descriptor of the tracer's (a BPF map, the trace) be passed on");
+		lua_pushcclosure(L, l_unsafe, 2);
+		lua_setfield(L, -2, name);
+	}
+	lua_pop(L, 2);
+}
+
+/* luv without what starts programs or threads, loads native code, changes the command's
+ * environment, or adopts an fd by number (pipe/tcp/udp open, tty, poll): the tracer's own
+ * fds (the ring buffer, BPF maps, the trace) must not be wrapped and passed to another
+ * process (write2), as a site-mode user could otherwise do. */
 static int open_luv_restricted(lua_State *L)
 {
 	luaopen_luv(L);
+	static const char *const fd_adopters[] = { "new_tty", "new_poll", "new_socket_poll",
+						   "pipe_open", "tcp_open", "udp_open", NULL };
+	for (int i = 0; fd_adopters[i]; i++) {
+		lua_pushfstring(L, "uv.%s", fd_adopters[i]);
+		lua_pushliteral(L, "let a file descriptor of the tracer's (a BPF map, the trace) be passed on");
+		lua_pushcclosure(L, l_unsafe, 2);
+		lua_setfield(L, -2, fd_adopters[i]);
+	}
+	forbid_method(L, "uv_pipe", "open");
+	forbid_method(L, "uv_tcp", "open");
+	forbid_method(L, "uv_udp", "open");
 	forbid(L, "uv", "spawn");
 	forbid(L, "uv", "new_thread");
 	forbid(L, "uv", "new_work");

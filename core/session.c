@@ -1182,6 +1182,21 @@ static void write_site_start(struct session *s, uint64_t ts)
 	dc_writer_end(s->w);
 }
 
+/* Site mode: a failure before the consumer started, to root ("fail REASON"), which says
+ * it to the plugin; also on our stderr (the user's log). Returns DC_EXIT_FAIL. */
+static int consume_failed(struct session *s)
+{
+	char line[sizeof(s->err) + 8];
+	int n = snprintf(line, sizeof(line), "fail %s", s->err);
+	for (int i = 0; i < n; i++)
+		if (line[i] == '\n')
+			line[i] = ' ';
+	line[n < (int)sizeof(line) - 1 ? n : (int)sizeof(line) - 2] = '\n';
+	if (write(s->site->ctl, line, strlen(line)) < 0)
+		fail("root is gone");
+	return teardown(s);
+}
+
 int dc_session_consume(const struct dc_opts *o, const struct dc_consume *c)
 {
 	struct session S = { .o = o, .pidfd = -1, .sigfd = -1, .rc = DC_EXIT_FAIL, .go = -1,
@@ -1199,31 +1214,25 @@ int dc_session_consume(const struct dc_opts *o, const struct dc_consume *c)
 	snprintf(s->host, sizeof(s->host), "%s", c->node);
 	snprintf(s->name, sizeof(s->name), "%s", c->exe);
 	if (run_script(s))
-		return teardown(s);
+		return consume_failed(s);
 	if (dc_out_path(&s->out, s->name, s->host, 0, s->trace_path, sizeof(s->trace_path),
-			s->err, sizeof(s->err))) {
-		fail(s->err);
-		return teardown(s);
-	}
+			s->err, sizeof(s->err)))
+		return consume_failed(s);
 	int tfd = dc_out_create(&s->out, s->trace_path, getuid(), getgid(), s->err,
 				sizeof(s->err));
-	if (tfd < 0) {
-		fail(s->err);
-		return teardown(s);
-	}
+	if (tfd < 0)
+		return consume_failed(s);
 	s->w = dc_writer_fdopen(tfd, s->trace_path, o->compress, s->host, s->child, s->child,
 				s->err, sizeof(s->err));
 	int64_t m2r = mono_to_real();
 	if (s->w)
 		s->cons = dc_consumer_new(s->bpf, s->w, s->script, m2r, s->err, sizeof(s->err));
-	if (!s->w || !s->cons) {
-		fail(s->err);
-		return teardown(s);
-	}
+	if (!s->w || !s->cons)
+		return consume_failed(s);
 	s->prof = dc_profile_new(s->bpf, s->w, s->script, s->interval_ns, s->t0, m2r);
 	if (!s->prof) {
-		fail("out of memory");
-		return teardown(s);
+		snprintf(s->err, sizeof(s->err), "out of memory");
+		return consume_failed(s);
 	}
 	dc_consumer_set_profile(s->cons, s->prof, s->interval_ns > 0);
 	dc_script_set_emitter(s->script, emit_record_cb, s->cons, s->child);
@@ -1232,6 +1241,8 @@ int dc_session_consume(const struct dc_opts *o, const struct dc_consume *c)
 	write_site_start(s, now_us());
 	if (dc_writer_flush(s->w))
 		cut(s, errno);
+	if (write(c->ctl, "started\n", 8) != 8)
+		return teardown(s);
 	start_loop(s);
 	uv_poll_init(&s->loop, &s->ctl_poll, c->ctl);
 	s->ctl_poll.data = s;

@@ -397,6 +397,22 @@ static void print_json(const struct dc_status *v, size_t n)
 	printf("%s]\n", n ? "\n" : "");
 }
 
+/* src for a terminal: bytes below 0x20 and DEL as \ooo (as ls -b does), so a user's
+ * path cannot move the admin's cursor, clear the screen or start a forged row. */
+static const char *printable(const char *src, char *buf, size_t len)
+{
+	size_t o = 0;
+	for (; *src && o + 5 < len; src++) {
+		unsigned char c = (unsigned char)*src;
+		if (c < 0x20 || c == 0x7f)
+			o += (size_t)snprintf(buf + o, len - o, "\\%03o", c);
+		else
+			buf[o++] = (char)c;
+	}
+	buf[o] = 0;
+	return buf;
+}
+
 static void print_table(const struct dc_status *v, size_t n)
 {
 	printf("%-10s %-6s %-10s %-8s %5s %6s %12s %8s %s\n", "JOBID", "STEP", "USER", "TRACER",
@@ -407,9 +423,12 @@ static void print_table(const struct dc_status *v, size_t n)
 			snprintf(tracer, sizeof(tracer), "stale");
 		else
 			snprintf(tracer, sizeof(tracer), "%lld", v[i].tracer_pid);
-		printf("%-10s %-6s %-10s %-8s %5zu %6lld %12lld %8lld %s\n", v[i].job, v[i].step,
-		       v[i].user, tracer, v[i].ntasks, v[i].probes, v[i].events, v[i].lost,
-		       v[i].trace);
+		char job[256], step[256], user[256], trace[4 * 4096 + 8];
+		printf("%-10s %-6s %-10s %-8s %5zu %6lld %12lld %8lld %s\n",
+		       printable(v[i].job, job, sizeof(job)),
+		       printable(v[i].step, step, sizeof(step)),
+		       printable(v[i].user, user, sizeof(user)), tracer, v[i].ntasks, v[i].probes,
+		       v[i].events, v[i].lost, printable(v[i].trace, trace, sizeof(trace)));
 	}
 }
 
