@@ -854,7 +854,7 @@ static int load_probes(struct session *s)
 {
 	const struct dc_opts *o = s->o;
 	s->t0 = mono_ns();
-	s->bpf = dc_bpf_open(o->ringbuf_bytes, s->interval_ns, s->t0, !dc_invoker()->root,
+	s->bpf = dc_bpf_open(o->ringbuf_bytes, o->shards, s->interval_ns, s->t0, !dc_invoker()->root,
 			     s->err, sizeof(s->err));
 	if (!s->bpf) {
 		fail(s->err);
@@ -904,7 +904,8 @@ static int open_trace(struct session *s)
 		return -1;
 	}
 	int64_t m2r = mono_to_real();
-	s->cons = dc_consumer_new(s->bpf, s->w, s->script, m2r, s->err, sizeof(s->err));
+	s->cons = dc_consumer_new(s->bpf, s->w, s->script, m2r, o->drain_threads, s->err,
+				  sizeof(s->err));
 	if (!s->cons) {
 		fail(s->err);
 		return -1;
