@@ -13,6 +13,7 @@
 #                  two in a row lose events
 #   CPU_RATE=100000  events/s of the CPU-per-event runs (loss-free on this VM)
 #   OPTS=""        more datacrumbs options (--shards 1, --drain-threads 0, ...)
+#   SCRIPTS="nocb cbnil cb"   bench/NAME.lua scripts measured (cbnil: an empty callback)
 #   OUT=/tmp/datacrumbs-scale   DATACRUMBS=build/datacrumbs
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -23,6 +24,7 @@ SECS=${SECS:-2}
 RATES=${RATES:-"50000 100000 150000 200000 250000 300000 400000 500000 600000 800000"}
 CPU_RATE=${CPU_RATE:-100000}
 OPTS=${OPTS:-}
+SCRIPTS=${SCRIPTS:-"nocb cbnil cb"}
 OUT=${OUT:-/tmp/datacrumbs-scale}
 die() { echo "scale.sh: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root"
@@ -78,7 +80,7 @@ it=$((CPU_RATE * SECS / PROCS / 2))
 bare=$("$OUT/loop" $((it * 4)) "$OUT/small" "$PROCS")
 echo "writers alone: $(awk -v c="$(val calls "$bare")" -v e="$(val elapsed_ns "$bare")" \
 	'BEGIN { printf "%.0f events/s", c / e * 1e9 }') (unpaced, untraced)"
-for s in nocb cb; do
+for s in $SCRIPTS; do
 	small=$(run "$here/$s.lua" "$CPU_RATE" 500)
 	big=$(run "$here/$s.lua" "$CPU_RATE" "$it")
 	awk -v s="$s" -v c0="$(val cpu_ns "$small")" -v c1="$(val cpu_ns "$big")" \
@@ -87,7 +89,7 @@ for s in nocb cb; do
 		'BEGIN { printf "cpu per event %-5s %.2f us (%d events at '"$CPU_RATE"'/s, %d lost, tail %.0f ms)\n",
 			 s, (c1 - c0) / (e1 - e0) / 1000, e1, l, t / 1e6 }'
 done
-for s in nocb cb; do
+for s in $SCRIPTS; do
 	best=0 fails=0
 	for r in $RATES; do
 		res=$(run "$here/$s.lua" "$r" $((r * SECS / PROCS / 2)))

@@ -139,6 +139,12 @@ static void take(struct shard *s)
 	size_t n = s->in.len - s->in.off;
 	if (!n)
 		return;
+	if (s->pend.off == s->pend.len) { /* nothing waits in pend: trade buffers, no copy */
+		struct queue t = s->pend;
+		s->pend = s->in;
+		s->in = (struct queue){ t.buf, 0, 0, t.cap };
+		return;
+	}
 	q_room(&s->pend, n);
 	memcpy(s->pend.buf + s->pend.len, s->in.buf + s->in.off, n);
 	s->pend.len += n;
@@ -201,7 +207,7 @@ static int map_shard(struct shard *s, int fd, size_t size)
 	s->cons_pos = c;
 	s->prod_pos = p;
 	s->data = (const char *)p + page;
-	s->cap = 2 * size > (4u << 20) ? 2 * size : (4u << 20);
+	s->cap = size > (1u << 20) ? size : (1u << 20);
 	return 0;
 }
 

@@ -14,7 +14,7 @@ typedef void (*dc_shard_fn)(void *ctx, const void *data, size_t size);
 /* Maps the n ring buffers fds[] (each `size` bytes, a power of two) and starts
  * `nthreads` drain threads (at most n; 0: none, dc_shards_drain reads the ring buffers
  * itself), thread t reading ring buffers t, t + nthreads, ...: woken by BPF once an eighth
- * of one waits, else every 10 ms; each queues up to max(2 * size, 4 MiB) bytes per ring
+ * of one waits, else every 10 ms; each queues up to max(size, 1 MiB) bytes per ring
  * buffer, then leaves records in it (a lagging consumer makes the ring buffer fill, and
  * BPF counts what it loses). Returns NULL with a one-line reason in err (mmap(2),
  * pthread_create(3)). */
