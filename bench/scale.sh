@@ -12,6 +12,7 @@
 #                  offered events/s (all writers together), tried in this order until
 #                  two in a row lose events
 #   CPU_RATE=100000  events/s of the CPU-per-event runs (loss-free on this VM)
+#   CPU_RUNS=1     0: skip the CPU-per-event runs
 #   OPTS=""        more datacrumbs options (--shards 1, --drain-threads 0, ...)
 #   SCRIPTS="nocb cbnil cb"   bench/NAME.lua scripts measured (cbnil: an empty callback)
 #   OUT=/tmp/datacrumbs-scale   DATACRUMBS=build/datacrumbs
@@ -23,6 +24,7 @@ PROCS=${PROCS:-2}
 SECS=${SECS:-2}
 RATES=${RATES:-"50000 100000 150000 200000 250000 300000 400000 500000 600000 800000"}
 CPU_RATE=${CPU_RATE:-100000}
+CPU_RUNS=${CPU_RUNS:-1}
 OPTS=${OPTS:-}
 SCRIPTS=${SCRIPTS:-"nocb cbnil cb"}
 OUT=${OUT:-/tmp/datacrumbs-scale}
@@ -81,6 +83,7 @@ bare=$("$OUT/loop" $((it * 4)) "$OUT/small" "$PROCS")
 echo "writers alone: $(awk -v c="$(val calls "$bare")" -v e="$(val elapsed_ns "$bare")" \
 	'BEGIN { printf "%.0f events/s", c / e * 1e9 }') (unpaced, untraced)"
 for s in $SCRIPTS; do
+	[ "$CPU_RUNS" = 1 ] || break
 	small=$(run "$here/$s.lua" "$CPU_RATE" 500)
 	big=$(run "$here/$s.lua" "$CPU_RATE" "$it")
 	awk -v s="$s" -v c0="$(val cpu_ns "$small")" -v c1="$(val cpu_ns "$big")" \
