@@ -46,7 +46,7 @@ run() {
 	rm -rf "$OUT/t"
 	mkdir -p "$OUT/t"
 	# shellcheck disable=SC2086
-	/usr/bin/env python3 - "$DC" $OPTS run "$script" -q -o "$OUT/t" -- "$OUT/loop" -r "$per" \
+	/usr/bin/env python3 - "$DC" run $OPTS "$script" -q -o "$OUT/t" -- "$OUT/loop" -r "$per" \
 		"$iters" "$OUT/small" "$PROCS" >"$OUT/run.txt" <<'EOF'
 import resource, subprocess, sys, time
 p = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, text=True)
