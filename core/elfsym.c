@@ -1047,7 +1047,26 @@ int dc_elf_sym_glob(const struct dc_elf_syms *s, const char *glob,
 
 	if (!s || !glob || !fn)
 		return 0;
-	for (i = 0; i < s->n; i++) {
+	/* the names are sorted (strcmp): only those starting with the glob's literal
+	 * prefix can match, a range found by binary search; a glob of no special
+	 * character (fnmatch(3): * ? [ and \) is one name. Thousands of exact names
+	 * cost a lookup each, not a pass over every symbol. */
+	size_t plen = strcspn(glob, "*?[\\");
+	if (!glob[plen]) {
+		const struct sym *y = sym_find(s, glob);
+		if (!y || y->ifunc)
+			return 0;
+		return fn(y->name, y->offset, arg), 1;
+	}
+	int lo = 0, hi = s->n;
+	while (lo < hi) { /* the first name >= the prefix */
+		int mid = lo + (hi - lo) / 2;
+		if (strncmp(s->syms[mid].name, glob, plen) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (i = lo; i < s->n && !strncmp(s->syms[i].name, glob, plen); i++) {
 		const struct sym *y = &s->syms[i];
 
 		if (y->ifunc || fnmatch(glob, y->name, 0) != 0)

@@ -401,7 +401,7 @@ static int attach(struct step *st, uint64_t t0)
 	struct dc_wire_reqs *r = &st->reqs;
 	uint64_t interval = r->mode == DC_MODE_PROFILE ? (r->interval_ns ? r->interval_ns
 							 : 1000000000ULL) : 0;
-	st->bpf = dc_bpf_open(16u << 20, interval, t0, 1, st->err, sizeof(st->err));
+	st->bpf = dc_bpf_open(16u << 20, 0, interval, t0, 1, st->err, sizeof(st->err));
 	if (!st->bpf)
 		return -1;
 	if (st->ldpath)
@@ -478,6 +478,7 @@ static int start_consumer(struct step *st, uint64_t t0)
 		stdio_to(log);
 		struct dc_opts o = { .script = st->script, .script_args = st->script_argv + 1,
 				     .compress = 1, .flush_ms = 1000, .quiet = 0, .no_status = 1,
+				     .drain_threads = -1,
 				     .output = st->trace };
 		struct dc_consume c = { .bpf = st->bpf, .ctl = sv[1], .trace_path = st->trace,
 					.job = st->job, .step = st->stepid, .node = st->node,
