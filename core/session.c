@@ -356,7 +356,7 @@ static void read_cb(void *ctx, int totals, void (*visit)(const struct dc_prow *r
 static void on_flush(uv_timer_t *t)
 {
 	struct session *s = t->data;
-	if (!s->cut && dc_writer_flush(s->w) < 0)
+	if (!s->cut && dc_writer_handoff(s->w) < 0)
 		cut(s, errno);
 	if (s->status_line && s->cons) {
 		uint64_t st[DC_STAT_NR] = { 0 };
