@@ -32,6 +32,8 @@ struct dc_consumer {
 	struct dc_script *script;
 	int64_t mono_to_real_ns;
 	int failed;
+	unsigned left;             /* records this drain may still take (dc_consumer_drain) */
+	int yielded;               /* the last drain stopped at its budget */
 	int want_inodes;           /* a probe records inodes: map opened paths to them */
 	int want_ranks;            /* a probe has the `rank` effect (MPI_Init) */
 	signed char *flags_arg;    /* per probe: index of its `uint flags` arg, -1 none */
@@ -646,6 +648,10 @@ static int on_record(void *ctx, void *data, size_t size)
 		on_call(c, e, path);
 	else
 		on_process(c, e, path);
+	if (c->left && --c->left == 0) {
+		c->yielded = 1;
+		return -EAGAIN; /* libbpf stops here, this record consumed (ringbuf.c) */
+	}
 	return 0;
 }
 
@@ -702,10 +708,20 @@ int dc_consumer_fd(const struct dc_consumer *c)
 	return ring_buffer__epoll_fd(c->rb);
 }
 
-int dc_consumer_drain(struct dc_consumer *c)
+int dc_consumer_drain(struct dc_consumer *c, unsigned max)
 {
+	c->left = max;
+	c->yielded = 0;
 	int n = ring_buffer__consume(c->rb);
+	if (c->yielded)
+		return (int)max;
+	c->left = 0;
 	return n < 0 ? -1 : n;
+}
+
+int dc_consumer_yielded(const struct dc_consumer *c)
+{
+	return c->yielded;
 }
 
 void dc_consumer_add_process(struct dc_consumer *c, int pid, const char *name)

@@ -203,6 +203,8 @@ struct dc_wthread *dc_wthread_start(int fd, off_t good, int level)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	e = pthread_create(&t->th, NULL, run, t);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e == 0) /* its name in top -H and /proc/PID/task/TID/comm (bench/loop.c) */
+		pthread_setname_np(t->th, "dc-writer");
 	if (e) {
 		destroy(t);
 		errno = e;

@@ -13,7 +13,7 @@
 #define DC_WT_BUF (1024 * 1024)
 /* libdeflate's compression level of the members (1..12). Chosen by measurement on traces
  * of io_posix.lua (bench/README.md "Compression level"). */
-#define DC_WT_LEVEL 6
+#define DC_WT_LEVEL 1
 
 struct dc_wthread;
 
