@@ -172,6 +172,8 @@ def main(path):
                  "rss": r["maxrss_kb"] / 1024}
             if "events" in r and r["variant"] not in PROFILE:
                 d["cpu_ev"] = r["parent_cpu_ns"] / max(r["events"], 1)
+                if r.get("writer_cpu_ns", -1) >= 0:
+                    d["wcpu_ev"] = r["writer_cpu_ns"] / max(r["events"], 1)
             if "events" in r:
                 d["lost"] = r["lost"]
                 d["cpu_call"] = r["parent_cpu_ns"] / r["calls"]  # the tracer's, per call
@@ -254,6 +256,11 @@ def main(path):
           "callback (io_posix) adds %.2f us per event" % (
               ", ".join("%s %.2f us" % (v[3:], c / 1e3) for v, c in cpu.items()),
               (cpu["dc_io_posix"] - cpu["dc_nocb"]) / 1e3))
+    wcpu = {v: med([r["wcpu_ev"] for r in rows.get(v, []) if "wcpu_ev" in r])
+            for v in ("dc_nocb", "dc_io_posix", "dc_sys")}
+    if any(rows.get(v) and any("wcpu_ev" in r for r in rows[v]) for v in wcpu):
+        print("  of which the writer thread (dc-writer: gzip members, write(2)): %s" % (
+            ", ".join("%s %.2f us" % (v[3:], c / 1e3) for v, c in wcpu.items())))
     for prof, trace in PROFILE.items():
         a = med([r["cpu_call"] for r in rows.get(prof, []) if "cpu_call" in r])
         b = med([r["cpu_call"] for r in rows.get(trace, []) if "cpu_call" in r])
