@@ -21,6 +21,10 @@
  *                summed over its threads from /proc/PPID/task/TID/schedstat; -1 if unknown
  *   writer_cpu_ns the same for its threads named dc-writer (datacrumbs' writer thread:
  *                compression and write(2); 0 for a tracer without one)
+ *   settled_cpu_ns, settled_writer_cpu_ns  with -D: the same two, up to the moment the
+ *                tracer's CPU time stopped growing after our timed part (the work our
+ *                calls gave it, backlog included); settle_ns: how long that took after
+ *                our last call (the drain time, to ~50 ms); without -D as above and 0
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -83,10 +87,12 @@ static long long tv_ns(struct timeval tv)
 
 int main(int argc, char **argv)
 {
-	int use_fwrite = 0, hold = 0, opt;
-	while ((opt = getopt(argc, argv, "fH")) != -1) {
+	int use_fwrite = 0, hold = 0, settle = 0, opt;
+	while ((opt = getopt(argc, argv, "fHD")) != -1) {
 		if (opt == 'f')
 			use_fwrite = 1;
+		else if (opt == 'D')
+			settle = 1;
 		else if (opt == 'H')
 			hold = 1;
 		else
@@ -95,7 +101,7 @@ int main(int argc, char **argv)
 	argc -= optind - 1;
 	argv += optind - 1;
 	if (argc < 3) {
-		fprintf(stderr, "usage: loop [-f] [-H] N FILE [PROCS]\n");
+		fprintf(stderr, "usage: loop [-f] [-H] [-D] N FILE [PROCS]\n");
 		return 2;
 	}
 	long n = atol(argv[1]);
@@ -151,16 +157,36 @@ int main(int argc, char **argv)
 		failed |= !WIFEXITED(st) || WEXITSTATUS(st);
 	long long t1 = now(CLOCK_MONOTONIC), rt1 = now(CLOCK_REALTIME);
 	long long pcpu1 = proc_cpu_ns(parent, NULL), wcpu1 = proc_cpu_ns(parent, "dc-writer");
+	/* -D: wait until the tracer has done the work our calls gave it (its CPU time grows by
+	 * less than 0.2 ms in 50 ms: drained, compressed, written), at most 60 s */
+	long long dcpu = pcpu1, dwcpu = wcpu1, settle_ns = 0;
+	if (settle && pcpu1 >= 0) {
+		long long prev = pcpu1, cur;
+		for (int k = 0; k < 1200; k++) {
+			struct timespec ts = { 0, 50000000 };
+			nanosleep(&ts, NULL);
+			cur = proc_cpu_ns(parent, NULL);
+			if (cur < 0 || cur - prev < 200000)
+				break;
+			prev = cur;
+			settle_ns = now(CLOCK_MONOTONIC) - t1;
+		}
+		dcpu = prev;
+		dwcpu = proc_cpu_ns(parent, "dc-writer");
+	}
 	struct rusage self, kids;
 	getrusage(RUSAGE_SELF, &self);
 	getrusage(RUSAGE_CHILDREN, &kids);
 	long long cpu = tv_ns(self.ru_utime) + tv_ns(self.ru_stime) + tv_ns(kids.ru_utime) +
 			tv_ns(kids.ru_stime);
 	printf("calls=%ld elapsed_ns=%lld start_ns=%lld end_ns=%lld cpu_ns=%lld parent_cpu_ns=%lld"
-	       " writer_cpu_ns=%lld kind=%s\n",
+	       " writer_cpu_ns=%lld settled_cpu_ns=%lld settled_writer_cpu_ns=%lld settle_ns=%lld"
+	       " kind=%s\n",
 	       (f ? 1 : 2) * n * procs, t1 - t0, rt0, rt1, cpu,
 	       pcpu0 < 0 || pcpu1 < 0 ? -1 : pcpu1 - pcpu0,
-	       wcpu0 < 0 || wcpu1 < 0 ? -1 : wcpu1 - wcpu0, f ? "fwrite" : "io");
+	       wcpu0 < 0 || wcpu1 < 0 ? -1 : wcpu1 - wcpu0,
+	       pcpu0 < 0 || dcpu < 0 ? -1 : dcpu - pcpu0, wcpu0 < 0 || dwcpu < 0 ? -1 : dwcpu - wcpu0,
+	       settle_ns, f ? "fwrite" : "io");
 	if (hold) {
 		/* the tracer's programs stay loaded until whoever runs us closes our stdin */
 		printf("hold ppid=%d\n", (int)parent);
