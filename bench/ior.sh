@@ -12,10 +12,12 @@
 #                  script says how to get them
 #   WORK=bench/work       builds, data files, traces, logs (gitignored)
 #   ROUNDS=5       rounds of every variant, in alternation
-#   XFERS="4k 1m"  IOR transfer sizes (-t); BLOCK_4k=128m BLOCK_1m=512m: -b per rank
+#   XFERS="4k 1m"  IOR transfer sizes (-t); BLOCK_4k=128m BLOCK_1m=64m: -b per rank
 #   NP=2           MPI ranks
 #   VARIANTS="bare dc_posix dc_prof dc_all bpftrace darshan dxt"
 #   DATACRUMBS=build/datacrumbs
+#   DATACRUMBS_ALT=PATH  another datacrumbs (e.g. an earlier commit's build): the variants
+#                  dc_posix_alt, dc_prof_alt, dc_all_alt run it, in the same rounds
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
@@ -26,7 +28,7 @@ DC=${DATACRUMBS:-$root/build/datacrumbs}
 ROUNDS=${ROUNDS:-5}
 XFERS=${XFERS:-"4k 1m"}
 BLOCK_4k=${BLOCK_4k:-128m}
-BLOCK_1m=${BLOCK_1m:-512m}
+BLOCK_1m=${BLOCK_1m:-64m}
 NP=${NP:-2}
 VARIANTS=${VARIANTS:-"bare dc_posix dc_prof dc_all bpftrace darshan dxt"}
 BUILD_ONLY=0
@@ -133,12 +135,13 @@ run() {
 	other=$(others)
 	case $v in
 	bare) /usr/bin/time -f "%M" -o "$OUT/rss" "${MPIRUN[@]}" "${ior[@]}" >"$log" 2>&1 ;;
-	dc_posix | dc_prof | dc_all)
-		local script=io_posix.lua mode=()
-		[ "$v" = dc_all ] && script=io_all.lua
-		[ "$v" = dc_prof ] && mode=(--mode profile)
+	dc_posix | dc_prof | dc_all | dc_posix_alt | dc_prof_alt | dc_all_alt)
+		local script=io_posix.lua mode=() dc=$DC
+		case $v in *_alt) dc=${DATACRUMBS_ALT:?"$v needs DATACRUMBS_ALT"} ;; esac
+		case $v in dc_all*) script=io_all.lua ;; esac
+		case $v in dc_prof*) mode=(--mode profile) ;; esac
 		trace=$OUT/$v-$x-$rd.pfw.gz
-		/usr/bin/time -f "%M" -o "$OUT/rss" "$DC" run "$script" "${mode[@]}" --no-status \
+		/usr/bin/time -f "%M" -o "$OUT/rss" "$dc" run "$script" "${mode[@]}" --no-status \
 			-o "$trace" -- "${MPIRUN[@]}" "${ior[@]}" >"$log" 2>&1 ;;
 	bpftrace)
 		/usr/bin/time -f "%M" -o "$OUT/rss" bpftrace -e "$BT_PROG" \

@@ -230,14 +230,14 @@ char *dc_wthread_buf(struct dc_wthread *t)
 	return p;
 }
 
-void dc_wthread_push(struct dc_wthread *t, char *buf, size_t len, uint64_t events,
-		     int own_heap)
+void dc_wthread_push(struct dc_wthread *t, char *buf, size_t len, uint64_t events, int own_heap)
 {
 	pthread_mutex_lock(&t->m);
 	while (t->nq == DC_WT_SLOTS)
 		pthread_cond_wait(&t->done, &t->m);
-	t->q[(t->head + t->nq) % DC_WT_SLOTS] =
-		(struct dc_wbuf){ .p = buf, .len = len, .events = events, .own_heap = own_heap };
+	t->q[(t->head + t->nq) % DC_WT_SLOTS] = (struct dc_wbuf){
+		.p = buf, .len = len, .events = events, .own_heap = own_heap
+	};
 	t->nq++;
 	pthread_cond_signal(&t->work);
 	pthread_mutex_unlock(&t->m);

@@ -10,7 +10,7 @@
 /* Text buffers of a writer thread: this many, each DC_WT_BUF bytes, so at most
  * DC_WT_NBUF - 1 are queued while one is being filled. */
 #define DC_WT_NBUF 4
-#define DC_WT_BUF (1024 * 1024)
+#define DC_WT_BUF  (1024 * 1024)
 /* libdeflate's compression level of the members (1..12). Chosen by measurement on traces
  * of io_posix.lua (bench/README.md "Compression level"). */
 #define DC_WT_LEVEL 1
