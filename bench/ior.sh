@@ -4,7 +4,7 @@
 # Darshan and Darshan DXT, side by side in one invocation, as ratios of IOR's own time to
 # the bare run's, round after round. Builds IOR and Darshan from source into $WORK (outside
 # git). What each number means: README.md ("IOR against Darshan").
-# Run as root: bench/ior.sh [--build-only]
+# Run as root: bench/ior.sh [--build-only] [IOR_SRC DARSHAN_SRC]
 #
 # Knobs (environment):
 #   IOR_SRC, DARSHAN_SRC  source trees of IOR and Darshan (default $WORK/src/ior and
@@ -32,12 +32,19 @@ BLOCK_1m=${BLOCK_1m:-64m}
 NP=${NP:-2}
 VARIANTS=${VARIANTS:-"bare dc_posix dc_prof dc_all bpftrace darshan dxt"}
 BUILD_ONLY=0
+srcs=()
 for a in "$@"; do
 	case $a in
 	--build-only) BUILD_ONLY=1 ;;
-	*) echo "usage: ior.sh [--build-only] (knobs: see the top of this file)" >&2; exit 2 ;;
+	-*) echo "usage: ior.sh [--build-only] [IOR_SRC DARSHAN_SRC] (knobs: see the top of this file)" >&2; exit 2 ;;
+	*) srcs+=("$a") ;;
 	esac
 done
+case ${#srcs[@]} in
+0) ;;
+2) IOR_SRC=${srcs[0]} DARSHAN_SRC=${srcs[1]} ;;
+*) echo "ior.sh: give both source trees, IOR's and Darshan's, or neither" >&2; exit 2 ;;
+esac
 
 die() { echo "ior.sh: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (BPF)"
