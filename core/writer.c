@@ -794,11 +794,6 @@ int dc_writer_handoff(struct dc_writer *w)
 	return flush(w, 0);
 }
 
-uint64_t dc_writer_thread_cpu_ns(struct dc_writer *w)
-{
-	return dc_wthread_cpu_ns(w->t);
-}
-
 uint64_t dc_writer_count(const struct dc_writer *w)
 {
 	return w->count;

@@ -66,9 +66,6 @@ int dc_writer_flush(struct dc_writer *w);
  * For a periodic flush from the ring buffer's consumer, which must not wait on deflate. */
 int dc_writer_handoff(struct dc_writer *w);
 
-/* CPU time the writer's thread used so far (compression and write(2)), ns; 0 if unknown. */
-uint64_t dc_writer_thread_cpu_ns(struct dc_writer *w);
-
 /* Events written so far (complete + counter events). */
 uint64_t dc_writer_count(const struct dc_writer *w);
 

@@ -11,7 +11,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 /* Queue slots: every pool buffer, and as many more for heap buffers (long lines). */
@@ -274,16 +273,6 @@ int dc_wthread_error(struct dc_wthread *t)
 uint64_t dc_wthread_on_disk(struct dc_wthread *t)
 {
 	return __atomic_load_n(&t->on_disk, __ATOMIC_ACQUIRE);
-}
-
-uint64_t dc_wthread_cpu_ns(struct dc_wthread *t)
-{
-	clockid_t cid;
-	struct timespec ts;
-
-	if (pthread_getcpuclockid(t->th, &cid) || clock_gettime(cid, &ts))
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 int dc_wthread_stop(struct dc_wthread *t)

@@ -47,10 +47,6 @@ void dc_wthread_fail(struct dc_wthread *t, int e);
 int dc_wthread_error(struct dc_wthread *t);
 uint64_t dc_wthread_on_disk(struct dc_wthread *t);
 
-/* CPU time the writer thread used so far, in ns (clock_getres(2) per-thread clock), 0
- * if unknown. */
-uint64_t dc_wthread_cpu_ns(struct dc_wthread *t);
-
 /* Writes what is queued, ends the thread, frees everything (not fd). Returns 0, or -1 with
  * errno = the first error. NULL is a no-op returning 0. */
 int dc_wthread_stop(struct dc_wthread *t);
