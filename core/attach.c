@@ -44,6 +44,8 @@ struct dc_bpf {
 	unsigned nmlinks;
 	struct dc_index ix;        /* (library, offset) -> the probe of that address (neither
 				      a return site nor a catch point): linear attach */
+	struct bpf_link *dl_links[4]; /* dc_dlstate on each dynamic loader watched */
+	unsigned ndl;
 	unsigned catchers[8];      /* the catch-point probes (one per libstdc++) */
 	unsigned ncatchers;
 	char catch_done[512];      /* the last library add_catcher was asked for */
@@ -1209,6 +1211,50 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 	return ok;
 }
 
+int dc_bpf_watch_loader(struct dc_bpf *b, const char *ldso, char *err, size_t errlen)
+{
+	if (b->ndl == sizeof(b->dl_links) / sizeof(b->dl_links[0])) {
+		snprintf(err, errlen, "%s: too many dynamic loaders watched", ldso);
+		return -1;
+	}
+	struct dc_elf_syms *syms = dc_elf_syms_open(ldso, err, errlen);
+	if (!syms)
+		return -1;
+	uint64_t off = dc_elf_sym_offset(syms, "_dl_debug_state");
+	dc_elf_syms_close(syms);
+	if (!off) {
+		snprintf(err, errlen, "%s has no _dl_debug_state (not glibc's ld.so?)", ldso);
+		return -1;
+	}
+	LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = false);
+	struct bpf_link *l = bpf_program__attach_uprobe_opts(b->skel->progs.dc_dlstate, -1, ldso,
+							      off, &o);
+	if (!l) {
+		snprintf(err, errlen, "cannot attach a uprobe to %s's _dl_debug_state: %s", ldso,
+			 strerror(errno));
+		return -1;
+	}
+	b->dl_links[b->ndl++] = l;
+	return 0;
+}
+
+int dc_bpf_set_holdable(struct dc_bpf *b, int tid, int state)
+{
+	__u32 key = tid, v = state;
+	if (!state)
+		return bpf_map__delete_elem(b->skel->maps.holdable, &key, sizeof(key), 0);
+	return bpf_map__update_elem(b->skel->maps.holdable, &key, sizeof(key), &v, sizeof(v),
+				    BPF_ANY);
+}
+
+int dc_bpf_holdable(const struct dc_bpf *b, int tid)
+{
+	__u32 key = tid, v = 0;
+	if (bpf_map__lookup_elem(b->skel->maps.holdable, &key, sizeof(key), &v, sizeof(v), 0))
+		return 0;
+	return (int)v;
+}
+
 const struct dc_probe *dc_bpf_probe(const struct dc_bpf *b, unsigned idx)
 {
 	return idx < b->nprobes ? &b->probes[idx] : NULL;
@@ -1246,6 +1292,8 @@ void dc_bpf_close(struct dc_bpf *b)
 {
 	if (!b)
 		return;
+	for (unsigned i = 0; i < b->ndl; i++)
+		bpf_link__destroy(b->dl_links[i]);
 	for (unsigned i = 0; i < 2 * b->nprobes; i++)
 		bpf_link__destroy(b->links[i]);
 	for (unsigned i = 0; i < b->nmlinks; i++)

@@ -297,7 +297,7 @@ static int check_requests(struct check *c, struct dc_script *s, const char *scri
 			e = check_kfuncs(c, r);
 		else
 			e = dc_resolve_req(r, &claimed, binary, cmd ? cmd + 1 : NULL, 0, add_resolved, c,
-					   &bad, err, errlen);
+					   &bad, NULL, err, errlen);
 		if (e) {
 			if (!err[0])
 				snprintf(err, errlen, "out of memory");
