@@ -46,6 +46,8 @@ struct dc_bpf {
 				      a return site nor a catch point): linear attach */
 	struct bpf_link *dl_links[4]; /* dc_dlstate on each dynamic loader watched */
 	unsigned ndl;
+	int dl_fds[4];             /* or its uprobe_multi link fds (dl_multi) */
+	int dl_multi;              /* dc_dlstate is attached by uprobe_multi links */
 	unsigned catchers[8];      /* the catch-point probes (one per libstdc++) */
 	unsigned ncatchers;
 	char catch_done[512];      /* the last library add_catcher was asked for */
@@ -122,6 +124,12 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, uint64_t profile_ns, uint64_t p
 		bpf_program__set_expected_attach_type(b->skel->progs.dc_return,
 						      DC_BPF_TRACE_UPROBE_MULTI);
 	}
+	/* the loader watch (dc_bpf_watch_loader): a uprobe_multi link where the kernel has
+	 * them, which CAP_BPF + CAP_PERFMON may create (a perf-event uprobe may not) */
+	b->dl_multi = b->session || b->multi || dc_feature_uprobe_multi(NULL, 0);
+	if (b->dl_multi)
+		bpf_program__set_expected_attach_type(b->skel->progs.dc_dlstate,
+						      DC_BPF_TRACE_UPROBE_MULTI);
 	b->skel->rodata->wakeup_bytes = ringbuf_bytes / 8;
 	b->skel->rodata->profile_ns = profile_ns;
 	b->skel->rodata->profile_t0 = profile_t0;
@@ -1226,15 +1234,23 @@ int dc_bpf_watch_loader(struct dc_bpf *b, const char *ldso, char *err, size_t er
 		snprintf(err, errlen, "%s has no _dl_debug_state (not glibc's ld.so?)", ldso);
 		return -1;
 	}
-	LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = false);
-	struct bpf_link *l = bpf_program__attach_uprobe_opts(b->skel->progs.dc_dlstate, -1, ldso,
-							      off, &o);
-	if (!l) {
+	struct bpf_link *l = NULL;
+	int fd = -1;
+	if (b->dl_multi) {
+		__u64 o64 = off, cookie = DC_COOKIE_SET;
+		fd = dc_link_uprobe_multi(bpf_program__fd(b->skel->progs.dc_dlstate), ldso, &o64,
+					  &cookie, 1, 0, 0);
+	} else {
+		LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = false);
+		l = bpf_program__attach_uprobe_opts(b->skel->progs.dc_dlstate, -1, ldso, off, &o);
+	}
+	if (!l && fd < 0) {
 		snprintf(err, errlen, "cannot attach a uprobe to %s's _dl_debug_state: %s", ldso,
 			 strerror(errno));
 		return -1;
 	}
-	b->dl_links[b->ndl++] = l;
+	b->dl_links[b->ndl] = l;
+	b->dl_fds[b->ndl++] = fd;
 	return 0;
 }
 
@@ -1292,8 +1308,11 @@ void dc_bpf_close(struct dc_bpf *b)
 {
 	if (!b)
 		return;
-	for (unsigned i = 0; i < b->ndl; i++)
+	for (unsigned i = 0; i < b->ndl; i++) {
 		bpf_link__destroy(b->dl_links[i]);
+		if (b->dl_fds[i] >= 0)
+			close(b->dl_fds[i]);
+	}
 	for (unsigned i = 0; i < 2 * b->nprobes; i++)
 		bpf_link__destroy(b->links[i]);
 	for (unsigned i = 0; i < b->nmlinks; i++)
