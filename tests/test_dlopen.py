@@ -92,6 +92,46 @@ check("warning" not in err, "held: no warning: %r" % err)
 check(re.search(r"does not load libdltest\.so at start: its functions are probed in the "
                 r"traced processes that load it \(dlopen\)", err), "held: the start note: %r" % err)
 
+# 1b. a second thread loads it: threads are seized as they start, so it is held too
+t1b = os.path.join(d, "t1b.pfw.gz")
+r = dctest.run_dc(["run", "-o", t1b, s, "--", PROG, LIB, "thread"], timeout=SAFETY)
+equal(r.returncode, 0, "thread: exit status (%s)" % r.stderr)
+check(re.fullmatch(r"loaded \d+\nret 10 20\n", r.stdout), "thread: output %r" % r.stdout)
+dctest.check_pfw(t1b)
+equal([(x, ret) for _, x, ret in dlt_calls(t1b)], [(-1, -10), (1, 10), (-1, -10), (2, 20)],
+      "thread: the constructor run by the loading thread is traced")
+equal(len(attached_lines(r.stderr, LIB)), 1, "thread: attached before its code ran: %r" % r.stderr)
+
+# 1c. the holds are no job-control stops: a parent waiting with WUNTRACED | WCONTINUED (as
+#     a shell with job control does) sees only the stop and continue it makes itself
+PARENT = """import os, signal, subprocess, sys
+p = subprocess.Popen([sys.argv[1], sys.argv[2], "wait"], stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE, text=True)
+p.stdout.readline()
+seen = []
+def wait():
+    _, st = os.waitpid(p.pid, os.WUNTRACED | os.WCONTINUED)
+    seen.append("stopped %d" % os.WSTOPSIG(st) if os.WIFSTOPPED(st) else "continued"
+                if os.WIFCONTINUED(st) else "exited %d" % os.waitstatus_to_exitcode(st))
+os.kill(p.pid, signal.SIGSTOP)
+wait()
+os.kill(p.pid, signal.SIGCONT)
+wait()
+p.stdin.write("go\\n")
+p.stdin.close()
+wait()
+print(" ".join(seen))
+"""
+parent = write(os.path.join(d, "parent.py"), PARENT)
+py = PY if os.path.exists(PY) else sys.executable
+t1c = os.path.join(d, "t1c.pfw.gz")
+r = dctest.run_dc(["run", "-o", t1c, s, "--", py, parent, PROG, LIB], timeout=SAFETY)
+equal((r.returncode, r.stdout), (0, "stopped 19 continued exited 0\n"),
+      "job control: the parent sees its own SIGSTOP/SIGCONT only (%s)" % r.stderr)
+dctest.check_pfw(t1c)
+equal([(x, ret) for _, x, ret in dlt_calls(t1c)], [(-1, -10), (1, 10), (-1, -10), (2, 20)],
+      "job control: the child's calls, held at both loads")
+
 # 2. nothing to probe in the library: the program goes on, one warning names it ---------
 s2 = write(os.path.join(d, "none.lua"), DLT % '"no_such_fn*"')
 r = dctest.run_dc(["run", "-o", os.path.join(d, "t2.pfw.gz"), s2, "--", PROG, LIB],

@@ -1,8 +1,10 @@
 /* prog_dlopen.c: loads the library argv[1] at run time (dlopen), calls its dlt_fn(1),
  * prints "loaded TRACERPID" (its /proc/self/status TracerPid), and with argv[2] "wait"
  * reads a line from stdin; then dlcloses it, loads it again, calls dlt_fn(2) and
- * dlcloses it. Prints "ret A B" (dlt_fn's results) and exits 0; 2 on a dlopen error. */
+ * dlcloses it. With argv[2] "thread" the first load and call are made by a second
+ * thread. Prints "ret A B" (dlt_fn's results) and exits 0; 2 on a dlopen error. */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,11 +27,23 @@ static int tracer_pid(void)
 	return pid;
 }
 
+static void *load(void *path)
+{
+	return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
 		return 2;
-	void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+	void *h = NULL;
+	if (argc > 2 && !strcmp(argv[2], "thread")) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, load, argv[1]) || pthread_join(t, &h))
+			return 2;
+	} else {
+		h = load(argv[1]);
+	}
 	if (!h) {
 		fprintf(stderr, "dlopen: %s\n", dlerror());
 		return 2;
