@@ -24,7 +24,7 @@ struct dc_dlopen {
 	int nreqs;
 	struct dc_sysset claimed;
 	int quiet;
-	int *waiting;       /* request indexes */
+	int *waiting; /* request indexes */
 	int nwaiting;
 	struct done *done;
 	int ndone, capdone;
@@ -95,7 +95,8 @@ static int file_name(int pid, const char *path, dev_t dev, ino_t ino, char *out,
 	char root[64];
 	snprintf(root, sizeof(root), "/proc/%d/root", pid);
 	if (!stat("/", &r1) && !stat(root, &r2) && r1.st_dev == r2.st_dev &&
-	    r1.st_ino == r2.st_ino && !stat(path, &st) && st.st_dev == dev && st.st_ino == ino) {
+	    r1.st_ino == r2.st_ino && !stat(path, &st) && st.st_dev == dev &&
+	    st.st_ino == ino) {
 		snprintf(out, outlen, "%s", path);
 		return 0;
 	}
@@ -135,8 +136,7 @@ static void comm_of(int pid, char *out, size_t outlen)
 }
 
 /* Resolves and attaches waiting request ri in the file `file` process pid mapped. */
-static int attach_file(struct dc_dlopen *d, int ri, int pid, const char *file,
-		       const char *late)
+static int attach_file(struct dc_dlopen *d, int ri, int pid, const char *file, const char *late)
 {
 	const struct dc_probe_req *r = &d->reqs[ri];
 	char err[PATH_MAX + 256], comm[32];
@@ -144,8 +144,10 @@ static int attach_file(struct dc_dlopen *d, int ri, int pid, const char *file,
 	comm_of(pid, comm, sizeof(comm));
 	int e = dc_resolve_file(r, &d->claimed, file, add_one, &c, err, sizeof(err));
 	if (e < 0 || c.full) {
-		fprintf(stderr, "datacrumbs: warning: process %d (%s) loaded %s: layer %s cannot be "
-			"probed there (%s): not traced in it\n", pid, comm, file, r->layer->name,
+		fprintf(stderr,
+			"datacrumbs: warning: process %d (%s) loaded %s: layer %s cannot be "
+			"probed there (%s): not traced in it\n",
+			pid, comm, file, r->layer->name,
 			c.full ? "too many probes (65536 functions at most)" : err);
 		return 0;
 	}
@@ -153,19 +155,23 @@ static int attach_file(struct dc_dlopen *d, int ri, int pid, const char *file,
 		return 0;
 	int n = dc_bpf_attach(d->b, err, sizeof(err));
 	if (n < 0) {
-		fprintf(stderr, "datacrumbs: warning: process %d (%s) loaded %s: layer %s cannot be "
-			"attached there (%s): not traced in it\n", pid, comm, file, r->layer->name,
-			err);
+		fprintf(stderr,
+			"datacrumbs: warning: process %d (%s) loaded %s: layer %s cannot be "
+			"attached there (%s): not traced in it\n",
+			pid, comm, file, r->layer->name, err);
 		return c.added;
 	}
 	if (late)
-		fprintf(stderr, "datacrumbs: warning: process %d (%s) loaded %s before its probes "
-			"could be attached (%s): layer %s attached late, its calls until now are not "
-			"traced\n", pid, comm, file, late, r->layer->name);
+		fprintf(stderr,
+			"datacrumbs: warning: process %d (%s) loaded %s before its probes "
+			"could be attached (%s): layer %s attached late, its calls until now "
+			"are not traced\n",
+			pid, comm, file, late, r->layer->name);
 	else if (!d->quiet)
-		fprintf(stderr, "datacrumbs: process %d (%s) loaded %s: layer %s attached (%d "
-			"functions) before any of its code ran\n", pid, comm, file, r->layer->name,
-			n);
+		fprintf(stderr,
+			"datacrumbs: process %d (%s) loaded %s: layer %s attached (%d "
+			"functions) before any of its code ran\n",
+			pid, comm, file, r->layer->name, n);
 	return c.added;
 }
 
@@ -184,8 +190,8 @@ int dc_dlopen_scan(struct dc_dlopen *d, int pid, const char *late)
 		unsigned long long ino;
 		int at = 0;
 		/* "start-end perms offset MAJ:MIN inode   path" (proc(5)) */
-		if (sscanf(line, "%*s %*s %*s %x:%x %llu %n", &maj, &min, &ino, &at) != 3 || !ino ||
-		    line[at] != '/')
+		if (sscanf(line, "%*s %*s %*s %x:%x %llu %n", &maj, &min, &ino, &at) != 3 ||
+		    !ino || line[at] != '/')
 			continue;
 		char *file = line + at;
 		file[strcspn(file, "\n")] = 0;
@@ -199,9 +205,11 @@ int dc_dlopen_scan(struct dc_dlopen *d, int pid, const char *late)
 				continue;
 			char name[PATH_MAX + 64];
 			if (file_name(pid, file, dev, (ino_t)ino, name, sizeof(name))) {
-				fprintf(stderr, "datacrumbs: warning: process %d loaded %s, which is no "
-					"longer at that path: layer %s is not traced in it\n", pid,
-					file, d->reqs[ri].layer->name);
+				fprintf(stderr,
+					"datacrumbs: warning: process %d loaded %s, which is "
+					"no longer at that path: layer %s is not traced in "
+					"it\n",
+					pid, file, d->reqs[ri].layer->name);
 				continue;
 			}
 			added += attach_file(d, ri, pid, name, late);

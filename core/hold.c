@@ -34,13 +34,15 @@ struct dc_hold *dc_hold_new(struct dc_bpf *b, dc_hold_fn on_held, void *arg)
 int dc_hold_seize(struct dc_hold *h, int pid, char *err, size_t errlen)
 {
 	char dir[64];
+	int seized = 0;
+	err[0] = 0;
 	snprintf(dir, sizeof(dir), "/proc/%d/task", pid);
 	for (int round = 0, fresh = 1; fresh && round < 100; round++) {
 		fresh = 0;
 		DIR *d = opendir(dir);
 		if (!d) {
 			snprintf(err, errlen, "%s: %s", dir, strerror(errno));
-			return -1;
+			break;
 		}
 		struct dirent *de;
 		while ((de = readdir(d))) {
@@ -48,19 +50,20 @@ int dc_hold_seize(struct dc_hold *h, int pid, char *err, size_t errlen)
 			if (tid <= 0 || dc_bpf_holdable(h->b, tid))
 				continue;
 			if (ptrace(PTRACE_SEIZE, tid, 0, (void *)(long)SEIZE_OPTS)) {
-				if (errno == ESRCH) /* it exited meanwhile */
-					continue;
-				snprintf(err, errlen, "cannot ptrace process %d (thread %d): %s", pid,
-					 tid, strerror(errno));
-				closedir(d);
-				return -1;
+				if (errno != ESRCH && !err[0]) /* ESRCH: it exited meanwhile */
+					snprintf(err, errlen,
+						 "cannot ptrace process %d (thread %d): %s",
+						 pid, tid, strerror(errno));
+				continue;
 			}
+			/* seized: from now on its stops are ours to resume (dc_hold_stopped) */
 			dc_bpf_set_holdable(h->b, tid, DC_HOLD_SEIZED);
+			seized++;
 			fresh = 1;
 		}
 		closedir(d);
 	}
-	return 0;
+	return seized ? seized : -1;
 }
 
 /* The process (tgid) of thread tid, from /proc/TID/status; tid itself when unreadable. */
@@ -82,7 +85,8 @@ void dc_hold_stopped(struct dc_hold *h, int tid, int st)
 {
 	int sig = WSTOPSIG(st), event = (unsigned)st >> 16;
 	if (event == PTRACE_EVENT_STOP) {
-		if (!dc_bpf_holdable(h->b, tid)) /* a new thread or child, seized by the kernel */
+		/* a new thread or child, seized by the kernel */
+		if (!dc_bpf_holdable(h->b, tid))
 			dc_bpf_set_holdable(h->b, tid, DC_HOLD_SEIZED);
 		if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
 			ptrace(PTRACE_LISTEN, tid, 0, 0); /* a group-stop: stays stopped */

@@ -19,8 +19,10 @@ struct dc_hold *dc_hold_new(struct dc_bpf *b, dc_hold_fn on_held, void *arg);
  * not see it but in /proc/PID/status TracerPid) with PTRACE_O_TRACECLONE, _TRACEFORK and
  * _TRACEVFORK, so that its new threads and children are seized by the kernel before they
  * run; marks them holdable. Threads created while /proc/PID/task is read are caught by
- * reading it again until no new one appears. Returns 0, or -1 with err (EPERM: another
- * tracer, a debugger, or Yama's ptrace_scope). */
+ * reading it again until no new one appears. Returns the number of threads seized (their
+ * stops must then be handled, dc_hold_stopped), with err set ("" when none failed) to the
+ * first refusal (EPERM: another tracer, a debugger, Yama's ptrace_scope); -1 with err
+ * when none could be. */
 int dc_hold_seize(struct dc_hold *h, int pid, char *err, size_t errlen);
 
 /* Handles one ptrace-stop that waitpid(2) (with __WALL) reported for tid, status st

@@ -989,12 +989,16 @@ static void follow_dlopen(struct session *s)
 		return;
 	}
 	s->hold = dc_hold_new(s->bpf, on_held, s);
-	if (!s->hold || dc_hold_seize(s->hold, s->child, err, sizeof(err))) {
+	int n = s->hold ? dc_hold_seize(s->hold, s->child, err, sizeof(err)) : -1;
+	if (n < 0) { /* nothing seized: no stop of ours to handle */
 		snprintf(s->nohold, sizeof(s->nohold), "%.150s", s->hold ? err : "out of memory");
 		fprintf(stderr, "datacrumbs: warning: %s: threads loading a library are not held "
 			"until it is attached\n", s->nohold);
 		dc_hold_free(s->hold);
 		s->hold = NULL;
+	} else if (err[0]) { /* some threads of -p's process: those are not held */
+		fprintf(stderr, "datacrumbs: warning: %s: that thread is not held when it loads a "
+			"library\n", err);
 	}
 }
 
