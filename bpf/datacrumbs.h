@@ -46,9 +46,10 @@ enum dc_kind {
 			 * root: the process is no longer traced from here on, else 0 */
 	DC_EV_EXIT = 4, /* the last thread of a traced process exited: args[0] = exit_code (wait status) */
 	DC_EV_DLSTATE = 5, /* a traced thread is in the dynamic loader's _dl_debug_state (its
-			    * r_brk: a library set is about to change or has changed, dlopen,
-			    * dlclose, start-up); args[0] = 1 when the thread is held for the
-			    * attach (DC_HOLD_SIGNAL sent, core/hold.c), else 0 */
+			    * r_brk) with the list of loaded objects consistent (RT_CONSISTENT:
+			    * after start-up, a dlopen's mapping, a dlclose); args[0] = 1 when
+			    * the thread is held for the attach (DC_HOLD_SIGNAL sent,
+			    * core/hold.c), else 0 */
 };
 
 /* Holding a thread at _dl_debug_state (core/hold.c): a thread the tracer has seized with

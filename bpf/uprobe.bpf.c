@@ -145,6 +145,14 @@ int dc_dlstate(struct pt_regs *ctx)
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	if (!bpf_map_lookup_elem(&traced, &tgid))
 		return 0;
+	/* the cookie: r_debug.r_state's distance from this function (core/attach.c); only
+	 * RT_CONSISTENT (0, <link.h>) can show a new object mapped: RT_ADD comes before the
+	 * mapping, RT_DELETE before an unmapping */
+	__s64 delta = (__s64)bpf_get_attach_cookie(ctx);
+	int state = 0;
+	if (delta && !bpf_probe_read_user(&state, sizeof(state), (void *)(PT_REGS_IP(ctx) + delta)) &&
+	    state != 0)
+		return 0;
 	__u32 *h = bpf_map_lookup_elem(&holdable, &tid);
 	__u64 held = 0;
 	if (h && *h == DC_HOLD_SEIZED && !bpf_send_signal_thread(DC_HOLD_SIGNAL)) {

@@ -6,6 +6,7 @@
 #include "mpi.h"
 
 #include <errno.h>
+#include <link.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1234,14 +1235,23 @@ int dc_bpf_watch_loader(struct dc_bpf *b, const char *ldso, char *err, size_t er
 		snprintf(err, errlen, "%s has no _dl_debug_state (not glibc's ld.so?)", ldso);
 		return -1;
 	}
+	/* the cookie: where r_debug.r_state lies from _dl_debug_state's address, both in the
+	 * loader's own image (<link.h> struct r_debug), so that BPF holds only when the list
+	 * is consistent (RT_CONSISTENT: new objects mapped, none of their code run); 0 when
+	 * unknown: every call is looked at */
+	uint64_t rdebug = 0, dbgstate = 0;
+	__u64 cookie = 0;
+	if (!dc_elf_dynsym_value(ldso, "_r_debug", &rdebug) &&
+	    !dc_elf_dynsym_value(ldso, "_dl_debug_state", &dbgstate))
+		cookie = (__u64)(rdebug + offsetof(struct r_debug, r_state) - dbgstate);
 	struct bpf_link *l = NULL;
 	int fd = -1;
 	if (b->dl_multi) {
-		__u64 o64 = off, cookie = DC_COOKIE_SET;
+		__u64 o64 = off;
 		fd = dc_link_uprobe_multi(bpf_program__fd(b->skel->progs.dc_dlstate), ldso, &o64,
 					  &cookie, 1, 0, 0);
 	} else {
-		LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = false);
+		LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = false, .bpf_cookie = cookie);
 		l = bpf_program__attach_uprobe_opts(b->skel->progs.dc_dlstate, -1, ldso, off, &o);
 	}
 	if (!l && fd < 0) {
