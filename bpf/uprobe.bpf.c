@@ -150,7 +150,8 @@ int dc_dlstate(struct pt_regs *ctx)
 	 * mapping, RT_DELETE before an unmapping */
 	__s64 delta = (__s64)bpf_get_attach_cookie(ctx);
 	int state = 0;
-	if (delta && !bpf_probe_read_user(&state, sizeof(state), (void *)(PT_REGS_IP(ctx) + delta)) &&
+	if (delta &&
+	    !bpf_probe_read_user(&state, sizeof(state), (void *)(PT_REGS_IP(ctx) + delta)) &&
 	    state != 0)
 		return 0;
 	__u32 *h = bpf_map_lookup_elem(&holdable, &tid);

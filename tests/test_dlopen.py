@@ -92,6 +92,12 @@ check("warning" not in err, "held: no warning: %r" % err)
 check(re.search(r"does not load libdltest\.so at start: its functions are probed in the "
                 r"traced processes that load it \(dlopen\)", err), "held: the start note: %r" % err)
 
+# check: a script whose library is loaded at run time is fine, and says when it is probed
+r = dctest.run_dc(["check", s, "--", PROG, LIB], timeout=SAFETY)
+equal(r.returncode, 0, "check: exit status (%s)" % r.stderr)
+check("does not load libdltest.so at start: its functions are probed in the traced processes "
+      "that load it (dlopen)" in r.stderr, "check: the note: %r" % r.stderr)
+
 # 1b. a second thread loads it: threads are seized as they start, so it is held too
 t1b = os.path.join(d, "t1b.pfw.gz")
 r = dctest.run_dc(["run", "-o", t1b, s, "--", PROG, LIB, "thread"], timeout=SAFETY)
