@@ -12,7 +12,7 @@ figures and the file's size."""
 import os
 import re
 import shutil
-import stat
+import signal
 import subprocess
 import sys
 
@@ -137,6 +137,38 @@ equal((r.returncode, r.stdout), (0, "stopped 19 continued exited 0\n"),
 dctest.check_pfw(t1c)
 equal([(x, ret) for _, x, ret in dlt_calls(t1c)], [(-1, -10), (1, 10), (-1, -10), (2, 20)],
       "job control: the child's calls, held at both loads")
+
+# 1d. -p PID: its threads are seized, the load is held; at the end of the run the
+#     process is released (TracerPid 0) and goes on untraced
+w = subprocess.Popen([PROG, LIB, "before"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                     text=True)
+equal(w.stdout.readline(), "ready\n", "-p: the program waits before loading")
+t1d = os.path.join(d, "t1d.pfw.gz")
+p = subprocess.Popen([DC, "run", "-o", t1d, s, "-p", str(w.pid)], stderr=subprocess.PIPE,
+                     text=True)
+said = []
+for ln in p.stderr:  # the run traces from this line on
+    said.append(ln)
+    if ln.startswith("datacrumbs: tracing PID %d" % w.pid):
+        break
+w.stdin.write("go\n")
+w.stdin.flush()
+equal(w.stdout.readline(), "loaded %d\n" % p.pid, "-p: seized by datacrumbs while it runs")
+p.send_signal(signal.SIGINT)
+err = "".join(said) + p.stderr.read()
+p.wait(timeout=SAFETY)
+equal(p.returncode, 0, "-p: the run's exit status (%s)" % err)
+with open("/proc/%d/status" % w.pid) as f:
+    tracer = [ln.split()[1] for ln in f if ln.startswith("TracerPid:")]
+equal(tracer, ["0"], "-p: released at the end of the run")
+w.stdin.write("go\n")
+w.stdin.close()
+equal((w.stdout.read(), w.wait(timeout=SAFETY)), ("ret 10 20\n", 0),
+      "-p: the program goes on and ends as untraced")
+dctest.check_pfw(t1d)
+equal([(x, ret) for _, x, ret in dlt_calls(t1d)], [(-1, -10), (1, 10)],
+      "-p: the held load's calls, the constructor's too; none after the run")
+equal(len(attached_lines(err, LIB)), 1, "-p: attached before its code ran: %r" % err)
 
 # 2. nothing to probe in the library: the program goes on, one warning names it ---------
 s2 = write(os.path.join(d, "none.lua"), DLT % '"no_such_fn*"')

@@ -2,7 +2,8 @@
  * prints "loaded TRACERPID" (its /proc/self/status TracerPid), and with argv[2] "wait"
  * reads a line from stdin; then dlcloses it, loads it again, calls dlt_fn(2) and
  * dlcloses it. With argv[2] "thread" the first load and call are made by a second
- * thread. Prints "ret A B" (dlt_fn's results) and exits 0; 2 on a dlopen error. */
+ * thread; with "before", it prints "ready" and reads a line before the first load, then
+ * goes on as with "wait". Prints "ret A B" (dlt_fn's results) and exits 0; 2 on a dlopen error. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -37,6 +38,14 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		return 2;
 	void *h = NULL;
+	int before = argc > 2 && !strcmp(argv[2], "before");
+	if (before) {
+		char buf[16];
+		printf("ready\n");
+		fflush(stdout);
+		if (!fgets(buf, sizeof(buf), stdin))
+			return 3;
+	}
 	if (argc > 2 && !strcmp(argv[2], "thread")) {
 		pthread_t t;
 		if (pthread_create(&t, NULL, load, argv[1]) || pthread_join(t, &h))
@@ -51,7 +60,7 @@ int main(int argc, char **argv)
 	long a = call(h, 1);
 	printf("loaded %d\n", tracer_pid());
 	fflush(stdout);
-	if (argc > 2 && !strcmp(argv[2], "wait")) {
+	if (before || (argc > 2 && !strcmp(argv[2], "wait"))) {
 		char buf[16];
 		if (!fgets(buf, sizeof(buf), stdin))
 			return 3;
