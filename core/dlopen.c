@@ -4,12 +4,14 @@
 #include "dlopen.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 /* A file attached for a request: its device and inode (as /proc/PID/maps shows them). */
 struct done {
@@ -85,14 +87,25 @@ static int add_done(struct dc_dlopen *d, int req, dev_t dev, ino_t ino)
 	return 0;
 }
 
-/* The name to open the file `path` process pid maps as (device dev, inode ino): the path
- * itself when the process shares our root and the path still is that file, else the
- * path under /proc/PID/root (another mount namespace, a chroot). Returns 0, or -1 when
- * neither is that file any more (replaced, deleted). */
-static int file_name(int pid, const char *path, dev_t dev, ino_t ino, char *out, size_t outlen)
+/* The name to open the file `path` process pid maps at `range` ("start-end" of its maps
+ * line) as, device dev, inode ino: /proc/PID/map_files/RANGE where it can be opened (root:
+ * a link to the very file mapped there, which no rename of the path can swap between
+ * reading its symbols and attaching to it, proc(5)); else the path itself when the
+ * process shares our root and the path still is that file, else the path under
+ * /proc/PID/root (another mount namespace, a chroot). Returns 0, or -1 when none is that
+ * file any more (replaced, deleted). */
+static int file_name(int pid, const char *range, const char *path, dev_t dev, ino_t ino,
+		     char *out, size_t outlen)
 {
 	struct stat st, r1, r2;
 	char root[64];
+	snprintf(out, outlen, "/proc/%d/map_files/%s", pid, range);
+	int fd = open(out, O_RDONLY | O_CLOEXEC);
+	int same = fd >= 0 && !fstat(fd, &st) && st.st_dev == dev && st.st_ino == ino;
+	if (fd >= 0)
+		close(fd);
+	if (same)
+		return 0;
 	snprintf(root, sizeof(root), "/proc/%d/root", pid);
 	if (!stat("/", &r1) && !stat(root, &r2) && r1.st_dev == r2.st_dev &&
 	    r1.st_ino == r2.st_ino && !stat(path, &st) && st.st_dev == dev &&
@@ -135,14 +148,16 @@ static void comm_of(int pid, char *out, size_t outlen)
 		fclose(f);
 }
 
-/* Resolves and attaches waiting request ri in the file `file` process pid mapped. */
-static int attach_file(struct dc_dlopen *d, int ri, int pid, const char *file, const char *late)
+/* Resolves and attaches waiting request ri in the file process pid mapped: opened as
+ * `name` (file_name), said as `file` (its path in the process's maps). */
+static int attach_file(struct dc_dlopen *d, int ri, int pid, const char *name, const char *file,
+		       const char *late)
 {
 	const struct dc_probe_req *r = &d->reqs[ri];
 	char err[PATH_MAX + 256], comm[32];
 	struct add_ctx c = { d->b, 0, 0 };
 	comm_of(pid, comm, sizeof(comm));
-	int e = dc_resolve_file(r, &d->claimed, file, add_one, &c, err, sizeof(err));
+	int e = dc_resolve_file(r, &d->claimed, name, file, add_one, &c, err, sizeof(err));
 	if (e < 0 || c.full) {
 		fprintf(stderr,
 			"datacrumbs: warning: process %d (%s) loaded %s: layer %s cannot be "
@@ -189,8 +204,10 @@ int dc_dlopen_scan(struct dc_dlopen *d, int pid, const char *late)
 		unsigned maj, min;
 		unsigned long long ino;
 		int at = 0;
+		char range[64];
 		/* "start-end perms offset MAJ:MIN inode   path" (proc(5)) */
-		if (sscanf(line, "%*s %*s %*s %x:%x %llu %n", &maj, &min, &ino, &at) != 3 ||
+		if (sscanf(line, "%63s %*s %*s %x:%x %llu %n", range, &maj, &min, &ino, &at) !=
+			    4 ||
 		    !ino || line[at] != '/')
 			continue;
 		char *file = line + at;
@@ -204,7 +221,7 @@ int dc_dlopen_scan(struct dc_dlopen *d, int pid, const char *late)
 			if (add_done(d, ri, dev, (ino_t)ino))
 				continue;
 			char name[PATH_MAX + 64];
-			if (file_name(pid, file, dev, (ino_t)ino, name, sizeof(name))) {
+			if (file_name(pid, range, file, dev, (ino_t)ino, name, sizeof(name))) {
 				fprintf(stderr,
 					"datacrumbs: warning: process %d loaded %s, which is "
 					"no longer at that path: layer %s is not traced in "
@@ -212,7 +229,7 @@ int dc_dlopen_scan(struct dc_dlopen *d, int pid, const char *late)
 					pid, file, d->reqs[ri].layer->name);
 				continue;
 			}
-			added += attach_file(d, ri, pid, name, late);
+			added += attach_file(d, ri, pid, name, file, late);
 		}
 	}
 	fclose(f);

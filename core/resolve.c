@@ -259,8 +259,8 @@ static int make_custom_funcs(struct dc_layer *l, struct dc_elf_syms *syms, const
 	return 0;
 }
 
-static int custom_in(struct dc_layer *l, const char *file, dc_resolve_fn fn, void *arg,
-		     char *err, size_t errlen);
+static int custom_in(struct dc_layer *l, const char *file, const char *shown, dc_resolve_fn fn,
+		     void *arg, char *err, size_t errlen);
 
 /* A dc.uprobe layer: its file (CMD, a path, or a library the command loads) and the
  * functions its globs match there, made into the layer's functions (once). *missing
@@ -304,12 +304,13 @@ static int resolve_custom(const struct dc_probe_req *r, const char *binary,
 			return 0;
 		}
 	}
-	return custom_in(l, file, fn, arg, err, errlen);
+	return custom_in(l, file, file, fn, arg, err, errlen);
 }
 
-/* The functions of dc.uprobe layer l in `file`, made once (make_custom_funcs). */
-static int custom_in(struct dc_layer *l, const char *file, dc_resolve_fn fn, void *arg,
-		     char *err, size_t errlen)
+/* The functions of dc.uprobe layer l in `file` (said as `shown`), made once
+ * (make_custom_funcs). */
+static int custom_in(struct dc_layer *l, const char *file, const char *shown, dc_resolve_fn fn,
+		     void *arg, char *err, size_t errlen)
 {
 	struct dc_elf_syms *syms = dc_elf_syms_open(file, err, errlen);
 	if (!syms) { /* name the script's line that asked for it: "x.lua:3: dc.uprobe: ..." */
@@ -318,7 +319,7 @@ static int custom_in(struct dc_layer *l, const char *file, dc_resolve_fn fn, voi
 		snprintf(err, errlen, "%s: %s", l->path, why);
 		return -1;
 	}
-	if (!l->funcs && make_custom_funcs(l, syms, file, err, errlen)) {
+	if (!l->funcs && make_custom_funcs(l, syms, shown, err, errlen)) {
 		dc_elf_syms_close(syms);
 		return -1;
 	}
@@ -407,7 +408,8 @@ static const char *first_unserved(const struct dc_probe_req *r, const struct dc_
 }
 
 static int uprobe_in(const struct dc_probe_req *r, const struct dc_sysset *claimed,
-		     const char *lib, dc_resolve_fn fn, void *arg, char *err, size_t errlen);
+		     const char *lib, const char *shown, dc_resolve_fn fn, void *arg, char *err,
+		     size_t errlen);
 
 /* Long on purpose: the library-finding cases in the order a user meets them (the
  * command's own, a launcher's program, a static binary's system library, none), each
@@ -485,13 +487,15 @@ int dc_resolve_req(const struct dc_probe_req *r, const struct dc_sysset *claimed
 				", nor does a program among its arguments" : "", l->name);
 		return 0;
 	}
-	return uprobe_in(r, claimed, lib, fn, arg, err, errlen);
+	return uprobe_in(r, claimed, lib, lib, fn, arg, err, errlen);
 }
 
 /* The functions of uprobe-layer request r left for uprobes (not served by system calls)
- * in library file lib; a warning for those it lacks. Returns as fn, or -1 with err. */
+ * in library file lib (said as `shown`); a warning for those it lacks. Returns as fn, or
+ * -1 with err. */
 static int uprobe_in(const struct dc_probe_req *r, const struct dc_sysset *claimed,
-		     const char *lib, dc_resolve_fn fn, void *arg, char *err, size_t errlen)
+		     const char *lib, const char *shown, dc_resolve_fn fn, void *arg, char *err,
+		     size_t errlen)
 {
 	const struct dc_layer *l = r->layer;
 	struct dc_elf_syms *syms = dc_elf_syms_open(lib, err, errlen);
@@ -512,7 +516,7 @@ static int uprobe_in(const struct dc_probe_req *r, const struct dc_sysset *claim
 		if (!off) {
 			if (!hidden && !l->hint[0])
 				fprintf(stderr, "datacrumbs: warning: %s is not exported by %s "
-					"(%s:%d): not traced\n", sym, lib, l->path, f->line);
+					"(%s:%d): not traced\n", sym, shown, l->path, f->line);
 			continue;
 		}
 		found_any = 1;
@@ -521,7 +525,7 @@ static int uprobe_in(const struct dc_probe_req *r, const struct dc_sysset *claim
 	}
 	if (!e && l->hint[0] && !found_any)
 		fprintf(stderr, "datacrumbs: warning: none of %s's functions is in %s: %s\n",
-			l->path, lib, l->hint);
+			l->path, shown, l->hint);
 	dc_elf_syms_close(syms);
 	return e;
 }
@@ -546,9 +550,10 @@ int dc_resolve_matches(const struct dc_probe_req *r, const char *path)
 }
 
 int dc_resolve_file(const struct dc_probe_req *r, const struct dc_sysset *claimed,
-		    const char *file, dc_resolve_fn fn, void *arg, char *err, size_t errlen)
+		    const char *file, const char *shown, dc_resolve_fn fn, void *arg, char *err,
+		    size_t errlen)
 {
 	if (r->layer->custom)
-		return custom_in((struct dc_layer *)r->layer, file, fn, arg, err, errlen);
-	return uprobe_in(r, claimed, file, fn, arg, err, errlen);
+		return custom_in((struct dc_layer *)r->layer, file, shown, fn, arg, err, errlen);
+	return uprobe_in(r, claimed, file, shown, fn, arg, err, errlen);
 }

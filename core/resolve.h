@@ -70,11 +70,13 @@ int dc_resolve_req(const struct dc_probe_req *r, const struct dc_sysset *claimed
 int dc_resolve_matches(const struct dc_probe_req *r, const char *path);
 
 /* Resolves uprobe request r in the library file `file` (one a process has loaded, found
- * by dc_resolve_matches) and calls fn for each function found there, as dc_resolve_req
- * does once the library is known (warnings for the functions it lacks; dc.uprobe's globs
+ * by dc_resolve_matches; the name it is opened and attached by, /proc/PID/map_files/...)
+ * and calls fn for each function found there, as dc_resolve_req does once the library is
+ * known (warnings, naming it as `shown`, for the functions it lacks; dc.uprobe's globs
  * matched once, on the first file). Returns 0, fn's non-zero, or -1 with err (the file
  * cannot be read as ELF). */
 int dc_resolve_file(const struct dc_probe_req *r, const struct dc_sysset *claimed,
-		    const char *file, dc_resolve_fn fn, void *arg, char *err, size_t errlen);
+		    const char *file, const char *shown, dc_resolve_fn fn, void *arg, char *err,
+		    size_t errlen);
 
 #endif
