@@ -46,7 +46,22 @@ enum dc_kind {
 			 * when the exec gained privileges (bprm->secureexec) in a run without
 			 * root: the process is no longer traced from here on, else 0 */
 	DC_EV_EXIT = 4, /* the last thread of a traced process exited: args[0] = exit_code (wait status) */
+	DC_EV_DLSTATE = 5, /* a traced thread is in the dynamic loader's _dl_debug_state (its
+			    * r_brk) with the list of loaded objects consistent (RT_CONSISTENT:
+			    * after start-up, a dlopen's mapping, a dlclose); args[0] = 1 when
+			    * the thread is held for the attach (DC_HOLD_SIGNAL sent,
+			    * core/hold.c), else 0 */
 };
+
+/* Holding a thread at _dl_debug_state (core/hold.c): a thread the tracer has seized with
+ * ptrace is sent this signal there (bpf_send_signal_thread); its signal-delivery-stop is
+ * reported to the tracer alone (ptrace(2)), which attaches the new library's probes and
+ * resumes it with the signal suppressed. SIGURG: ignored by default, so a delivery the
+ * tracer could not intercept (it died) does nothing. The `holdable` map says which
+ * threads may be held (value DC_HOLD_SEIZED), and which are (DC_HOLD_HELD). */
+#define DC_HOLD_SIGNAL 23 /* SIGURG, asm/signal.h */
+#define DC_HOLD_SEIZED 1
+#define DC_HOLD_HELD   2
 
 /* Attach cookie (bpf_get_attach_cookie, kernel >= 5.15) given to each uprobe/uretprobe:
  *   bits  0..15  probe index in the user-side probe table

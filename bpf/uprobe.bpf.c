@@ -80,10 +80,10 @@ int dc_session(struct pt_regs *ctx)
 	return pushed && !(cookie & DC_COOKIE_INSN) ? 0 : 1;
 }
 
-/* Sends a process record (fork, exec, exit); path is the exec'd file name or NULL. The
- * record is as small as its path allows (no path: just the dc_event). */
-static __always_inline void send_proc(__u32 kind, __u32 pid, __u32 tid, __u64 arg,
-				      const char *path)
+/* Sends a process record (fork, exec, exit, dlstate); path is the exec'd file name or
+ * NULL. The record is as small as its path allows (no path: just the dc_event). */
+static __always_inline void send_proc_flags(__u32 kind, __u32 pid, __u32 tid, __u64 arg,
+					    const char *path, __u64 flags)
 {
 	__u32 zero = 0;
 	struct dc_path_event *sc = path ? bpf_map_lookup_elem(&scratch, &zero) : NULL;
@@ -112,7 +112,57 @@ static __always_inline void send_proc(__u32 kind, __u32 pid, __u32 tid, __u64 ar
 			bpf_probe_read_kernel(pe->path, DC_PATH_MAX, sc->path);
 		pe->e.path_len = n;
 	}
-	ring_submit(pe, 0, 0);
+	pe->e.sent = bpf_ktime_get_ns(); /* the merge key (ring_submit) */
+	bpf_ringbuf_submit(pe, flags);
+}
+
+static __always_inline void send_proc(__u32 kind, __u32 pid, __u32 tid, __u64 arg,
+				      const char *path)
+{
+	send_proc_flags(kind, pid, tid, arg, path, 0);
+}
+
+/* The threads of traced processes the tracer has seized with ptrace (core/hold.c), by
+ * tid: DC_HOLD_SEIZED, or DC_HOLD_HELD while one is held at _dl_debug_state. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u32);
+} holdable SEC(".maps");
+
+/* Entry of the dynamic loader's _dl_debug_state (glibc elf/dl-debug.c: the function whose
+ * address is r_debug.r_brk, called when the list of loaded objects is about to change
+ * (RT_ADD, RT_DELETE) and when it is consistent again (RT_CONSISTENT): at start-up, in
+ * dlopen after the new objects are mapped and before any of their code (relocation, then
+ * constructors) runs, and in dlclose). It fires in every process that loads a library;
+ * only traced ones are looked at, and nothing but this entry is ever probed (no return
+ * probe). A seized thread of a traced process is held (DC_HOLD_SIGNAL); the record,
+ * woken at once, tells the tracer to look at the process's mappings. */
+SEC("uprobe")
+int dc_dlstate(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	/* the cookie: r_debug.r_state's distance from this function (core/attach.c); only
+	 * RT_CONSISTENT (0, <link.h>) can show a new object mapped: RT_ADD comes before the
+	 * mapping, RT_DELETE before an unmapping */
+	__s64 delta = (__s64)bpf_get_attach_cookie(ctx);
+	int state = 0;
+	if (delta &&
+	    !bpf_probe_read_user(&state, sizeof(state), (void *)(PT_REGS_IP(ctx) + delta)) &&
+	    state != 0)
+		return 0;
+	__u32 *h = bpf_map_lookup_elem(&holdable, &tid);
+	__u64 held = 0;
+	if (h && *h == DC_HOLD_SEIZED && !bpf_send_signal_thread(DC_HOLD_SIGNAL)) {
+		*h = DC_HOLD_HELD;
+		held = 1;
+	}
+	send_proc_flags(DC_EV_DLSTATE, tgid, tid, held, 0, BPF_RB_FORCE_WAKEUP);
+	return 0;
 }
 
 /* The next call id of each tgid whose traced process has ended, so that a process that

@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <link.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,10 @@ struct dc_bpf {
 	unsigned nmlinks;
 	struct dc_index ix;        /* (library, offset) -> the probe of that address (neither
 				      a return site nor a catch point): linear attach */
+	struct bpf_link *dl_links[4]; /* dc_dlstate on each dynamic loader watched */
+	unsigned ndl;
+	int dl_fds[4];             /* or its uprobe_multi link fds (dl_multi) */
+	int dl_multi;              /* dc_dlstate is attached by uprobe_multi links */
 	unsigned catchers[8];      /* the catch-point probes (one per libstdc++) */
 	unsigned ncatchers;
 	char catch_done[512];      /* the last library add_catcher was asked for */
@@ -157,6 +162,12 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t prof
 		bpf_program__set_expected_attach_type(b->skel->progs.dc_return,
 						      DC_BPF_TRACE_UPROBE_MULTI);
 	}
+	/* the loader watch (dc_bpf_watch_loader): a uprobe_multi link where the kernel has
+	 * them, which CAP_BPF + CAP_PERFMON may create (a perf-event uprobe may not) */
+	b->dl_multi = b->session || b->multi || dc_feature_uprobe_multi(NULL, 0);
+	if (b->dl_multi)
+		bpf_program__set_expected_attach_type(b->skel->progs.dc_dlstate,
+						      DC_BPF_TRACE_UPROBE_MULTI);
 	b->skel->rodata->wakeup_bytes = b->shard_bytes / 8;
 	b->skel->rodata->shard_cpus = b->shard_cpus;
 	b->skel->rodata->profile_ns = profile_ns;
@@ -1295,6 +1306,67 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 	return ok;
 }
 
+int dc_bpf_watch_loader(struct dc_bpf *b, const char *ldso, char *err, size_t errlen)
+{
+	if (b->ndl == sizeof(b->dl_links) / sizeof(b->dl_links[0])) {
+		snprintf(err, errlen, "%s: too many dynamic loaders watched", ldso);
+		return -1;
+	}
+	struct dc_elf_syms *syms = dc_elf_syms_open(ldso, err, errlen);
+	if (!syms)
+		return -1;
+	uint64_t off = dc_elf_sym_offset(syms, "_dl_debug_state");
+	dc_elf_syms_close(syms);
+	if (!off) {
+		snprintf(err, errlen, "%s has no _dl_debug_state (not glibc's ld.so?)", ldso);
+		return -1;
+	}
+	/* the cookie: where r_debug.r_state lies from _dl_debug_state's address, both in the
+	 * loader's own image (<link.h> struct r_debug), so that BPF holds only when the list
+	 * is consistent (RT_CONSISTENT: new objects mapped, none of their code run); 0 when
+	 * unknown: every call is looked at */
+	uint64_t rdebug = 0, dbgstate = 0;
+	__u64 cookie = 0;
+	if (!dc_elf_dynsym_value(ldso, "_r_debug", &rdebug) &&
+	    !dc_elf_dynsym_value(ldso, "_dl_debug_state", &dbgstate))
+		cookie = (__u64)(rdebug + offsetof(struct r_debug, r_state) - dbgstate);
+	struct bpf_link *l = NULL;
+	int fd = -1;
+	if (b->dl_multi) {
+		__u64 o64 = off;
+		fd = dc_link_uprobe_multi(bpf_program__fd(b->skel->progs.dc_dlstate), ldso, &o64,
+					  &cookie, 1, 0, 0);
+	} else {
+		LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = false, .bpf_cookie = cookie);
+		l = bpf_program__attach_uprobe_opts(b->skel->progs.dc_dlstate, -1, ldso, off, &o);
+	}
+	if (!l && fd < 0) {
+		snprintf(err, errlen, "cannot attach a uprobe to %s's _dl_debug_state: %s", ldso,
+			 strerror(errno));
+		return -1;
+	}
+	b->dl_links[b->ndl] = l;
+	b->dl_fds[b->ndl++] = fd;
+	return 0;
+}
+
+int dc_bpf_set_holdable(struct dc_bpf *b, int tid, int state)
+{
+	__u32 key = tid, v = state;
+	if (!state)
+		return bpf_map__delete_elem(b->skel->maps.holdable, &key, sizeof(key), 0);
+	return bpf_map__update_elem(b->skel->maps.holdable, &key, sizeof(key), &v, sizeof(v),
+				    BPF_ANY);
+}
+
+int dc_bpf_holdable(const struct dc_bpf *b, int tid)
+{
+	__u32 key = tid, v = 0;
+	if (bpf_map__lookup_elem(b->skel->maps.holdable, &key, sizeof(key), &v, sizeof(v), 0))
+		return 0;
+	return (int)v;
+}
+
 const struct dc_probe *dc_bpf_probe(const struct dc_bpf *b, unsigned idx)
 {
 	return idx < b->nprobes ? &b->probes[idx] : NULL;
@@ -1392,6 +1464,11 @@ void dc_bpf_close(struct dc_bpf *b)
 {
 	if (!b)
 		return;
+	for (unsigned i = 0; i < b->ndl; i++) {
+		bpf_link__destroy(b->dl_links[i]);
+		if (b->dl_fds[i] >= 0)
+			close(b->dl_fds[i]);
+	}
 	for (unsigned i = 0; i < 2 * b->nprobes; i++)
 		bpf_link__destroy(b->links[i]);
 	for (unsigned i = 0; i < b->nmlinks; i++)

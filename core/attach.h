@@ -112,6 +112,20 @@ int dc_bpf_profile_start(struct dc_bpf *b);
  * (argument indexes, 0 when unused) and returns the enum dc_pbytes. */
 enum dc_pbytes dc_probe_bytes(const struct dc_probe *p, unsigned char *b1, unsigned char *b2);
 
+/* Watches the dynamic loader `ldso` (a path: the traced programs' PT_INTERP): an
+ * entry-only uprobe on its _dl_debug_state (glibc elf/dl-debug.c, the r_debug.r_brk
+ * debuggers use, link.h) whose program (bpf/uprobe.bpf.c dc_dlstate) sends a DC_EV_DLSTATE
+ * record for traced processes only, and holds the seized ones (DC_HOLD_SIGNAL). At most 4
+ * loaders. Returns 0, or -1 with err (no such symbol: not glibc's ld.so). */
+int dc_bpf_watch_loader(struct dc_bpf *b, const char *ldso, char *err, size_t errlen);
+
+/* Thread tid's entry in the `holdable` map: state DC_HOLD_SEIZED (may be held),
+ * DC_HOLD_HELD, or 0 to remove it. Returns 0, or -1 with errno. */
+int dc_bpf_set_holdable(struct dc_bpf *b, int tid, int state);
+
+/* Thread tid's state in the `holdable` map: DC_HOLD_SEIZED, DC_HOLD_HELD, or 0 (none). */
+int dc_bpf_holdable(const struct dc_bpf *b, int tid);
+
 /* The probe table, indexed by DC_COOKIE_PROBE of an event. */
 const struct dc_probe *dc_bpf_probe(const struct dc_bpf *b, unsigned idx);
 unsigned dc_bpf_nprobes(const struct dc_bpf *b);

@@ -282,7 +282,7 @@ static int check_requests(struct check *c, struct dc_script *s, const char *scri
 			 script);
 		return -1;
 	}
-	int nlayers = 0;
+	int nlayers = 0, waiting = 0;
 	struct dc_sysset claimed;
 	dc_resolve_claimed(reqs, nreq, &claimed);
 	for (int i = 0; i < nreq; i++) {
@@ -291,23 +291,24 @@ static int check_requests(struct check *c, struct dc_script *s, const char *scri
 		for (int j = 0; j < i && !again; j++)
 			again = reqs[j].layer == r->layer;
 		nlayers += !again;
-		int e, bad;
+		int e, bad, missing; /* a library loaded at run time: said so by the note */
 		err[0] = 0;
 		if (r->layer->mechanism == DC_MECH_KERNEL)
 			e = check_kfuncs(c, r);
 		else
 			e = dc_resolve_req(r, &claimed, binary, cmd ? cmd + 1 : NULL, 0, add_resolved, c,
-					   &bad, err, errlen);
+					   &bad, &missing, err, errlen);
 		if (e) {
 			if (!err[0])
 				snprintf(err, errlen, "out of memory");
 			return -1;
 		}
+		waiting += r->layer->mechanism != DC_MECH_KERNEL && missing;
 	}
 	int visible = 0;
 	for (int i = 0; i < c->n; i++)
 		visible += c->v[i].visible;
-	if (!visible) {
+	if (!visible && !waiting) { /* a library loaded at run time is attached then */
 		snprintf(err, errlen, "%s: no probe could be attached (see the warnings "
 			 "above)%s", script, cmd ? "" : "; the libraries are those of the command: "
 			 "give it, as in check SCRIPT -- mpirun -np 2 ./app");

@@ -39,6 +39,9 @@ struct dc_consumer {
 	int want_ranks;            /* a probe has the `rank` effect (MPI_Init) */
 	signed char *flags_arg;    /* per probe: index of its `uint flags` arg, -1 none */
 	struct dc_pinfo *bytes;    /* per probe: its bytes rule (dc_probe_bytes; bytes, b1, b2) */
+	unsigned nknown;           /* probes flags_arg and bytes cover */
+	dc_dlstate_fn on_dlstate;  /* DC_EV_DLSTATE records go there (NULL: ignored) */
+	void *dlstate_arg;
 	uint64_t written, dropped, own_ids;
 	struct dc_profile *prof;   /* totals, and profile mode's aggregates (profiling) */
 	int profiling;             /* profile mode: calls are aggregated, not written */
@@ -551,7 +554,7 @@ static void deliver(struct dc_consumer *c, struct dc_record *r, const struct dc_
 static void on_call(struct dc_consumer *c, const struct dc_event *e, const char *epath)
 {
 	const struct dc_probe *pr = dc_bpf_probe(c->bpf, e->probe);
-	if (!pr)
+	if (!pr || (e->probe >= c->nknown && dc_consumer_probes_added(c)))
 		return;
 	const struct dc_func *f = pr->func;
 	struct dc_proc_files *pf = dc_files_find(e->pid);
@@ -649,7 +652,9 @@ static void on_record(void *ctx, const void *data, size_t size)
 	}
 	if (e->kind == DC_EV_CALL)
 		on_call(c, e, path);
-	else
+	else if (e->kind == DC_EV_DLSTATE && c->on_dlstate)
+		c->on_dlstate(c->dlstate_arg, (int)e->pid, (int)e->tid, (int)e->args[0]);
+	else if (e->kind != DC_EV_DLSTATE)
 		on_process(c, e, path);
 }
 
@@ -668,27 +673,12 @@ struct dc_consumer *dc_consumer_new(struct dc_bpf *b, struct dc_writer *w,
 	c->mono_to_real_ns = mono_to_real_ns;
 	c->seen = (struct dc_htab){ .size = sizeof(struct seen), .first = NAME_SLOTS,
 				    .hash = seen_hash, .used = seen_used };
-	/* what the per-event path asks of each probe's description, found once here */
-	c->flags_arg = malloc(dc_bpf_nprobes(b) + 1);
-	c->bytes = calloc(dc_bpf_nprobes(b) + 1, sizeof(*c->bytes));
-	if (!c->flags_arg || !c->bytes) {
+	if (dc_consumer_probes_added(c)) {
 		free(c->flags_arg);
 		free(c->bytes);
 		snprintf(err, errlen, "out of memory");
 		free(c);
 		return NULL;
-	}
-	for (unsigned i = 0; i < dc_bpf_nprobes(b); i++) {
-		const struct dc_func *f = dc_bpf_probe(b, i)->func;
-		c->bytes[i].bytes = dc_probe_bytes(dc_bpf_probe(b, i), &c->bytes[i].b1,
-						   &c->bytes[i].b2);
-		c->flags_arg[i] = -1;
-		c->want_ranks |= f->effect == DC_FX_RANK;
-		for (int k = 0; k < f->nargs; k++) {
-			c->want_inodes |= f->args[k].kind == DC_ARG_INO;
-			if (f->args[k].kind == DC_ARG_UINT && !strcmp(f->args[k].name, "flags"))
-				c->flags_arg[i] = k;
-		}
 	}
 	int fds[DC_MAX_SHARDS];
 	unsigned n = dc_bpf_nshards(b);
@@ -706,6 +696,41 @@ struct dc_consumer *dc_consumer_new(struct dc_bpf *b, struct dc_writer *w,
 		return NULL;
 	}
 	return c;
+}
+
+int dc_consumer_probes_added(struct dc_consumer *c)
+{
+	/* what the per-event path asks of each probe's description, found once here */
+	unsigned n = dc_bpf_nprobes(c->bpf);
+	signed char *fa = realloc(c->flags_arg, n + 1);
+	if (fa)
+		c->flags_arg = fa;
+	struct dc_pinfo *by = realloc(c->bytes, (n + 1) * sizeof(*by));
+	if (by)
+		c->bytes = by;
+	if (!fa || !by)
+		return -1;
+	for (unsigned i = c->nknown; i < n; i++) {
+		const struct dc_func *f = dc_bpf_probe(c->bpf, i)->func;
+		memset(&c->bytes[i], 0, sizeof(c->bytes[i]));
+		c->bytes[i].bytes = dc_probe_bytes(dc_bpf_probe(c->bpf, i), &c->bytes[i].b1,
+						   &c->bytes[i].b2);
+		c->flags_arg[i] = -1;
+		c->want_ranks |= f->effect == DC_FX_RANK;
+		for (int k = 0; k < f->nargs; k++) {
+			c->want_inodes |= f->args[k].kind == DC_ARG_INO;
+			if (f->args[k].kind == DC_ARG_UINT && !strcmp(f->args[k].name, "flags"))
+				c->flags_arg[i] = k;
+		}
+	}
+	c->nknown = n;
+	return 0;
+}
+
+void dc_consumer_on_dlstate(struct dc_consumer *c, dc_dlstate_fn fn, void *arg)
+{
+	c->on_dlstate = fn;
+	c->dlstate_arg = arg;
 }
 
 int dc_consumer_fd(const struct dc_consumer *c)

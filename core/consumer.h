@@ -19,6 +19,17 @@ struct dc_consumer *dc_consumer_new(struct dc_bpf *b, struct dc_writer *w,
 				    struct dc_script *script, int64_t mono_to_real_ns,
 				    int nthreads, char *err, size_t errlen);
 
+/* Probes were added to b after the consumer was made (a library loaded at run time,
+ * core/dlopen.c): learns their descriptions. Returns 0, or -1 when out of memory. */
+int dc_consumer_probes_added(struct dc_consumer *c);
+
+/* Called for each DC_EV_DLSTATE record (bpf/datacrumbs.h): process pid's thread tid is
+ * in the dynamic loader's _dl_debug_state; held: 1 when the thread is held for it. */
+typedef void (*dc_dlstate_fn)(void *arg, int pid, int tid, int held);
+
+/* Sets where DC_EV_DLSTATE records go (fn NULL: they are ignored). */
+void dc_consumer_on_dlstate(struct dc_consumer *c, dc_dlstate_fn fn, void *arg);
+
 /* The file descriptor that is readable when records wait (dc_shards_fd). */
 int dc_consumer_fd(const struct dc_consumer *c);
 

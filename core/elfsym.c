@@ -1089,3 +1089,32 @@ void dc_elf_syms_close(struct dc_elf_syms *s)
 	free(s->syms);
 	free(s);
 }
+
+int dc_elf_dynsym_value(const char *path, const char *name, uint64_t *value)
+{
+	struct elf_file f;
+	char err[64];
+	int found = -1;
+	if (elf_file_open(&f, path, err, sizeof(err)))
+		return -1;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while (found && (scn = elf_nextscn(f.e, scn))) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
+			continue;
+		Elf_Data *data = elf_getdata(scn, NULL);
+		for (size_t i = 0; data && found && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *n;
+			if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF)
+				continue;
+			n = elf_strptr(f.e, sh.sh_link, sym.st_name);
+			if (n && !strcmp(n, name)) {
+				*value = sym.st_value;
+				found = 0;
+			}
+		}
+	}
+	elf_file_close(&f);
+	return found;
+}

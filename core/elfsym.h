@@ -47,4 +47,9 @@ int dc_elf_sym_glob(const struct dc_elf_syms *s, const char *glob,
 
 void dc_elf_syms_close(struct dc_elf_syms *s);
 
+/* The st_value (a virtual address relative to the load base, for a shared object) of the
+ * defined .dynsym symbol `name` of `path`, of any type (a function or an object such as
+ * ld.so's _r_debug). Returns 0 with *value, or -1 when the file or symbol is missing. */
+int dc_elf_dynsym_value(const char *path, const char *name, uint64_t *value);
+
 #endif

@@ -68,8 +68,8 @@ static int add_resolved(const struct dc_resolved *p, void *arg)
 }
 
 int dc_probeset_add(struct dc_bpf *b, const struct dc_probe_req *reqs, int nreq,
-		    const char *binary, char *const *args, int pid, int *bad_binary, char *err,
-		    size_t errlen)
+		    const char *binary, char *const *args, int pid, int *bad_binary,
+		    unsigned char *missing, char *err, size_t errlen)
 {
 	int total = 0;
 	struct dc_sysset claimed;
@@ -85,8 +85,11 @@ int dc_probeset_add(struct dc_bpf *b, const struct dc_probe_req *reqs, int nreq,
 			continue;
 		}
 		struct add_ctx ctx = { b, 0 };
+		int miss = 0;
 		int e = dc_resolve_req(r, &claimed, binary, args, pid, add_resolved, &ctx,
-				       bad_binary, err, errlen);
+				       bad_binary, missing ? &miss : NULL, err, errlen);
+		if (missing)
+			missing[i] = (unsigned char)miss;
 		if (e) {
 			if (e > 0)
 				snprintf(err, errlen, TOO_MANY);

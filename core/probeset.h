@@ -14,9 +14,11 @@
  * raw_syscalls tracepoints; kernel-function layers by fentry or kprobe where this kernel
  * allows (datacrumbs features), with a warning per function neither reaches. Returns the
  * number of visible probes (hidden fd-table ones not counted), or -1 with a one-line
- * err; *bad_binary is set when binary itself cannot be read. */
+ * err; *bad_binary is set when binary itself cannot be read. missing (nreq flags, may be
+ * NULL): missing[i] = 1 when request i's library is not loaded at start (it may come with
+ * a dlopen: core/dlopen.h); without it such a request gets a "not traced" warning. */
 int dc_probeset_add(struct dc_bpf *b, const struct dc_probe_req *reqs, int nreq,
-		    const char *binary, char *const *args, int pid, int *bad_binary, char *err,
-		    size_t errlen);
+		    const char *binary, char *const *args, int pid, int *bad_binary,
+		    unsigned char *missing, char *err, size_t errlen);
 
 #endif

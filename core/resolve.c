@@ -274,10 +274,14 @@ static int make_custom_funcs(struct dc_layer *l, struct dc_elf_syms *syms, const
 	return 0;
 }
 
+static int custom_in(struct dc_layer *l, const char *file, const char *shown, dc_resolve_fn fn,
+		     void *arg, char *err, size_t errlen);
+
 /* A dc.uprobe layer: its file (CMD, a path, or a library the command loads) and the
- * functions its globs match there, made into the layer's functions (once). */
+ * functions its globs match there, made into the layer's functions (once). *missing
+ * (may be NULL: then the old message) is set when the command loads no such library. */
 static int resolve_custom(const struct dc_probe_req *r, const char *binary,
-			  char *const *args, int pid,
+			  char *const *args, int pid, int *missing,
 			  dc_resolve_fn fn, void *arg, char *err, size_t errlen)
 {
 	struct dc_layer *l = (struct dc_layer *)r->layer;
@@ -302,12 +306,27 @@ static int resolve_custom(const struct dc_probe_req *r, const char *binary,
 					   &from_arg, err, errlen);
 		if (found < 0)
 			return -1;
+		if (found == 1 && missing) {
+			*missing = 1;
+			fprintf(stderr, "datacrumbs: %s: %s does not load %s at start: its functions "
+				"are probed in the traced processes that load it (dlopen)\n",
+				l->path, binary, l->library);
+			return 0;
+		}
 		if (found == 1) {
 			fprintf(stderr, "datacrumbs: warning: %s: %s does not load %s: not traced\n",
 				l->path, binary, l->library);
 			return 0;
 		}
 	}
+	return custom_in(l, file, file, fn, arg, err, errlen);
+}
+
+/* The functions of dc.uprobe layer l in `file` (said as `shown`), made once
+ * (make_custom_funcs). */
+static int custom_in(struct dc_layer *l, const char *file, const char *shown, dc_resolve_fn fn,
+		     void *arg, char *err, size_t errlen)
+{
 	struct dc_elf_syms *syms = dc_elf_syms_open(file, err, errlen);
 	if (!syms) { /* name the script's line that asked for it: "x.lua:3: dc.uprobe: ..." */
 		char why[512];
@@ -315,7 +334,7 @@ static int resolve_custom(const struct dc_probe_req *r, const char *binary,
 		snprintf(err, errlen, "%s: %s", l->path, why);
 		return -1;
 	}
-	if (!l->funcs && make_custom_funcs(l, syms, file, err, errlen)) {
+	if (!l->funcs && make_custom_funcs(l, syms, shown, err, errlen)) {
 		dc_elf_syms_close(syms);
 		return -1;
 	}
@@ -403,19 +422,25 @@ static const char *first_unserved(const struct dc_probe_req *r, const struct dc_
 	return "?";
 }
 
+static int uprobe_in(const struct dc_probe_req *r, const struct dc_sysset *claimed,
+		     const char *lib, const char *shown, dc_resolve_fn fn, void *arg, char *err,
+		     size_t errlen);
+
 /* Long on purpose: the library-finding cases in the order a user meets them (the
  * command's own, a launcher's program, a static binary's system library, none), each
  * with its own message, then the walk of the functions. */
 int dc_resolve_req(const struct dc_probe_req *r, const struct dc_sysset *claimed,
 		   const char *binary, char *const *args, int pid, dc_resolve_fn fn, void *arg,
-		   int *bad_binary, char *err, size_t errlen)
+		   int *bad_binary, int *missing, char *err, size_t errlen)
 {
 	const struct dc_layer *l = r->layer;
 	*bad_binary = 0;
+	if (missing)
+		*missing = 0;
 	if (l->mechanism != DC_MECH_UPROBE)
 		return resolve_kernel(r, fn, arg);
 	if (l->custom)
-		return resolve_custom(r, binary, args, pid, fn, arg, err, errlen);
+		return resolve_custom(r, binary, args, pid, missing, fn, arg, err, errlen);
 	int rest, nserved, e0 = resolve_served(r, claimed, fn, arg, &rest, &nserved);
 	if (e0 || !rest)
 		return e0;
@@ -455,6 +480,14 @@ int dc_resolve_req(const struct dc_probe_req *r, const struct dc_sysset *claimed
 				"binary): layer %s is traced in the programs it runs that load %s\n",
 				binary, libs, l->name, lib);
 	}
+	if (found != 0 && missing && !nserved) {
+		*missing = 1;
+		fprintf(stderr, "datacrumbs: %s does not load %s%s at start: layer %s is traced "
+			"in the traced processes that load it (dlopen)\n", binary, libs,
+			args && args[0] && pid <= 0 ? ", nor does a program among its arguments"
+			: "", l->name);
+		return 0;
+	}
 	if (found != 0) {
 		if (nserved) /* a static binary: its system calls are still seen */
 			fprintf(stderr, "datacrumbs: warning: %s does not load %s%s: layer %s is "
@@ -469,6 +502,17 @@ int dc_resolve_req(const struct dc_probe_req *r, const struct dc_sysset *claimed
 				", nor does a program among its arguments" : "", l->name);
 		return 0;
 	}
+	return uprobe_in(r, claimed, lib, lib, fn, arg, err, errlen);
+}
+
+/* The functions of uprobe-layer request r left for uprobes (not served by system calls)
+ * in library file lib (said as `shown`); a warning for those it lacks. Returns as fn, or
+ * -1 with err. */
+static int uprobe_in(const struct dc_probe_req *r, const struct dc_sysset *claimed,
+		     const char *lib, const char *shown, dc_resolve_fn fn, void *arg, char *err,
+		     size_t errlen)
+{
+	const struct dc_layer *l = r->layer;
 	struct dc_elf_syms *syms = dc_elf_syms_open(lib, err, errlen);
 	if (!syms)
 		return -1;
@@ -487,7 +531,7 @@ int dc_resolve_req(const struct dc_probe_req *r, const struct dc_sysset *claimed
 		if (!off) {
 			if (!hidden && !l->hint[0])
 				fprintf(stderr, "datacrumbs: warning: %s is not exported by %s "
-					"(%s:%d): not traced\n", sym, lib, l->path, f->line);
+					"(%s:%d): not traced\n", sym, shown, l->path, f->line);
 			continue;
 		}
 		found_any = 1;
@@ -496,7 +540,35 @@ int dc_resolve_req(const struct dc_probe_req *r, const struct dc_sysset *claimed
 	}
 	if (!e && l->hint[0] && !found_any)
 		fprintf(stderr, "datacrumbs: warning: none of %s's functions is in %s: %s\n",
-			l->path, lib, l->hint);
+			l->path, shown, l->hint);
 	dc_elf_syms_close(syms);
 	return e;
+}
+
+int dc_resolve_matches(const struct dc_probe_req *r, const char *path)
+{
+	const struct dc_layer *l = r->layer;
+	if (l->mechanism != DC_MECH_UPROBE || strchr(l->library, '/') ||
+	    (l->custom && !strcmp(l->library, "CMD")))
+		return 0;
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	char alt[64];
+	for (const char *p = l->library; *p;) {
+		size_t n = strcspn(p, "|");
+		snprintf(alt, sizeof(alt), "%.*s", (int)n, p);
+		if (n && !strncmp(base, alt, strlen(alt)))
+			return 1;
+		p += n + (p[n] == '|');
+	}
+	return 0;
+}
+
+int dc_resolve_file(const struct dc_probe_req *r, const struct dc_sysset *claimed,
+		    const char *file, const char *shown, dc_resolve_fn fn, void *arg, char *err,
+		    size_t errlen)
+{
+	if (r->layer->custom)
+		return custom_in((struct dc_layer *)r->layer, file, shown, fn, arg, err, errlen);
+	return uprobe_in(r, claimed, file, shown, fn, arg, err, errlen);
 }

@@ -55,10 +55,28 @@ typedef int (*dc_resolve_fn)(const struct dc_resolved *p, void *arg);
  * function is the one the layer names after each call, dc_layer_syscall_namer), unless
  * the request asks for uprobes (dc.probe's mechanism = "uprobe") or `claimed` (may be
  * NULL) holds one of them: then to its uprobe.
+ * missing (may be NULL): set to 1 when no file of the layer's library (or dc.uprobe's
+ * soname) is found and no function is served by system calls: the caller follows dlopen
+ * (core/dlopen.c), and the note says so instead of "not traced".
  * Returns 0; or -1 with err, and *bad_binary set when binary itself cannot be read (the
  * command could not run either). */
 int dc_resolve_req(const struct dc_probe_req *r, const struct dc_sysset *claimed,
 		   const char *binary, char *const *args, int pid, dc_resolve_fn fn, void *arg,
-		   int *bad_binary, char *err, size_t errlen);
+		   int *bad_binary, int *missing, char *err, size_t errlen);
+
+/* Is `path` (a mapped file) a library that request r names: a uprobe layer's `library`
+ * soname prefixes ('|'-separated) or dc.uprobe's file= soname, against its basename (a
+ * path or CMD never matches: those are resolved at start)? Returns 1 or 0. */
+int dc_resolve_matches(const struct dc_probe_req *r, const char *path);
+
+/* Resolves uprobe request r in the library file `file` (one a process has loaded, found
+ * by dc_resolve_matches; the name it is opened and attached by, /proc/PID/map_files/...)
+ * and calls fn for each function found there, as dc_resolve_req does once the library is
+ * known (warnings, naming it as `shown`, for the functions it lacks; dc.uprobe's globs
+ * matched once, on the first file). Returns 0, fn's non-zero, or -1 with err (the file
+ * cannot be read as ELF). */
+int dc_resolve_file(const struct dc_probe_req *r, const struct dc_sysset *claimed,
+		    const char *file, const char *shown, dc_resolve_fn fn, void *arg, char *err,
+		    size_t errlen);
 
 #endif

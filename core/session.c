@@ -24,6 +24,8 @@
 #include "attach.h"
 #include "consumer.h"
 #include "dc_features.h"
+#include "dlopen.h"
+#include "hold.h"
 #include "elfsym.h"
 #include "kmech.h"
 #include "lua_api.h"
@@ -62,6 +64,9 @@ struct session {
 				      check (the loss is judged over the calls since then) */
 	uint64_t st_written, st_lost, st_ns; /* the status line's last figures, its time */
 	struct dc_bpf *bpf;
+	struct dc_dlopen *dl;     /* requests waiting for a library loaded at run time */
+	struct dc_hold *hold;     /* ptrace holds of loading threads (NULL: none) */
+	char nohold[160];         /* why loading threads are not held, "" when they are */
 	struct dc_script *script;
 	struct dc_consumer *cons;
 	struct dc_writer *w;
@@ -375,7 +380,15 @@ static void on_sigchld(uv_signal_t *h, int sig)
 	int st;
 	pid_t p;
 	(void)sig;
-	while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+	/* with holds, every seized thread's stops and exits come here too (__WALL) */
+	while ((p = waitpid(-1, &st, WNOHANG | (s->hold ? __WALL : 0))) > 0) {
+		if (WIFSTOPPED(st)) {
+			if (s->hold)
+				dc_hold_stopped(s->hold, p, st);
+			continue;
+		}
+		if (s->hold)
+			dc_hold_gone(s->hold, p);
 		if (p == s->child && (WIFEXITED(st) || WIFSIGNALED(st))) {
 			s->status = st;
 			s->cmd_ended = 1;
@@ -877,10 +890,24 @@ static int load_probes(struct session *s)
 		fail(s->err);
 		return -1;
 	}
+	struct dc_sysset claimed;
+	dc_resolve_claimed(reqs, nreq, &claimed);
+	s->dl = dc_dlopen_new(s->bpf, reqs, nreq, &claimed, o->quiet);
+	unsigned char *missing = calloc((size_t)nreq, 1);
+	if (!s->dl || !missing) {
+		free(missing);
+		fail("out of memory");
+		return -1;
+	}
 	int bad = 0;
 	int nprobes = dc_probeset_add(s->bpf, reqs, nreq, s->exec, o->cmd ? o->cmd + 1 : NULL,
-				      s->started ? 0 : o->pid, &bad, s->err, sizeof(s->err));
+				      s->started ? 0 : o->pid, &bad, missing, s->err,
+				      sizeof(s->err));
 	s->cmd_bad = bad && s->started;
+	for (int i = 0; nprobes >= 0 && i < nreq; i++)
+		if (missing[i]) /* its library may come with a dlopen: watched for */
+			dc_dlopen_wait_for(s->dl, i);
+	free(missing);
 	if (nprobes < 0) {
 		fail(s->err);
 		if (s->cmd_bad)
@@ -939,6 +966,70 @@ static int open_trace(struct session *s)
 	return 0;
 }
 
+/* dc_dlstate_fn: a traced thread is at _dl_debug_state: what its process maps now is
+ * looked at for the libraries requests wait for (attached late unless it is held). */
+static void on_dlstate(void *arg, int pid, int tid, int held)
+{
+	struct session *s = arg;
+	(void)tid;
+	if (dc_dlopen_scan(s->dl, pid, held ? NULL : s->nohold[0] ? s->nohold :
+			   "its thread was not held: not seized by ptrace") > 0)
+		dc_consumer_probes_added(s->cons);
+}
+
+/* dc_hold_fn: a thread is held at _dl_debug_state: the records before its hold are read
+ * (its DC_EV_DLSTATE attaches), then its process's maps once more (a record lost to a
+ * full ring buffer), before it goes on. */
+static void on_held(void *arg, int pid, int tid)
+{
+	struct session *s = arg;
+	(void)tid;
+	drain(s);
+	if (dc_dlopen_scan(s->dl, pid, NULL) > 0)
+		dc_consumer_probes_added(s->cons);
+}
+
+/* The dynamic loader of the traced programs: glibc's x86-64 one (its PT_INTERP, the
+ * path the System V ABI fixes), through its symlink. */
+#define DC_LDSO "/lib64/ld-linux-x86-64.so.2"
+
+/* Step, when requests wait for a library (core/dlopen.c): the loader watched (an
+ * entry-only uprobe on its _dl_debug_state, filtered in BPF by the traced map), and, as
+ * root, the root process seized with ptrace so that loading threads are held until their
+ * library is attached (core/hold.c). Failing that, libraries are attached late, each
+ * with a warning. Never fails the run. */
+static void follow_dlopen(struct session *s)
+{
+	if (!dc_dlopen_waiting(s->dl))
+		return;
+	char ldso[PATH_MAX], err[PATH_MAX + 256];
+	if (!realpath(DC_LDSO, ldso) || dc_bpf_watch_loader(s->bpf, ldso, err, sizeof(err))) {
+		if (!realpath(DC_LDSO, ldso))
+			snprintf(err, sizeof(err), "%s: %s", DC_LDSO, strerror(errno));
+		fprintf(stderr, "datacrumbs: warning: cannot watch the dynamic loader (%s): "
+			"libraries loaded at run time are not traced\n", err);
+		return;
+	}
+	dc_consumer_on_dlstate(s->cons, on_dlstate, s);
+	if (dc_cap_effective(CAP_SYS_PTRACE) != 1) {
+		snprintf(s->nohold, sizeof(s->nohold), "datacrumbs has no CAP_SYS_PTRACE (runs "
+			 "without root): loading threads are not held");
+		return;
+	}
+	s->hold = dc_hold_new(s->bpf, on_held, s);
+	int n = s->hold ? dc_hold_seize(s->hold, s->child, err, sizeof(err)) : -1;
+	if (n < 0) { /* nothing seized: no stop of ours to handle */
+		snprintf(s->nohold, sizeof(s->nohold), "%.150s", s->hold ? err : "out of memory");
+		fprintf(stderr, "datacrumbs: warning: %s: threads loading a library are not held "
+			"until it is attached\n", s->nohold);
+		dc_hold_free(s->hold);
+		s->hold = NULL;
+	} else if (err[0]) { /* some threads of -p's process: those are not held */
+		fprintf(stderr, "datacrumbs: warning: %s: that thread is not held when it loads a "
+			"library\n", err);
+	}
+}
+
 /* Step: the traced root process into the `traced` map, every probe attached, the script's
  * hooks set, the start record written. 0, or -1. */
 static int attach_probes(struct session *s)
@@ -955,6 +1046,7 @@ static int attach_probes(struct session *s)
 		fail(s->err);
 		return -1;
 	}
+	follow_dlopen(s);
 	dc_consumer_add_process(s->cons, s->child, s->name);
 	dc_script_set_emitter(s->script, emit_record_cb, s->cons, s->child);
 	dc_script_set_stats(s->script, stats_cb, s);
@@ -1176,6 +1268,8 @@ static int teardown(struct session *s)
 		close(s->sigfd);
 	if (!s->site) /* site mode: root's to detach; our copy only has map fds */
 		dc_bpf_close(s->bpf); /* detach first: nothing stays attached past this point */
+	dc_hold_free(s->hold);
+	dc_dlopen_free(s->dl);
 	close_trace(s);
 	if (s->script) {
 		dc_script_set_emitter(s->script, NULL, NULL, 0);

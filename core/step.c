@@ -419,11 +419,11 @@ static int attach(struct step *st, uint64_t t0)
 			 st->user);
 		return -1;
 	}
-	st->nprobes = dc_probeset_add(st->bpf, r->reqs, r->nreqs, r->exe, NULL, 0, &bad,
+	st->nprobes = dc_probeset_add(st->bpf, r->reqs, r->nreqs, r->exe, NULL, 0, &bad, NULL,
 				      st->err, sizeof(st->err));
 	if (st->nprobes < 0 && bad) /* a script run by its #! line: the shell's libraries */
 		st->nprobes = dc_probeset_add(st->bpf, r->reqs, r->nreqs, "/bin/sh", NULL, 0,
-					      &bad, st->err, sizeof(st->err));
+					      &bad, NULL, st->err, sizeof(st->err));
 	if (st->nprobes < 0)
 		return -1;
 	const char *last = "";

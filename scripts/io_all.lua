@@ -3,7 +3,8 @@
 -- event of a thread nests in the call that made it (args.level and args.p_idx), so an
 -- MPI_File_write_at is the parent of the pwrite64 calls it caused and an fwrite the
 -- parent of its write(2); a call a library makes inside another (fopen -> open) appears
--- once, as the child. Layers the program does not load are skipped with a note. The AIO
+-- once, as the child. Layers the program does not load at start are attached when a traced
+-- process loads their library (dlopen: mpi4py, h5py), before its code runs. The AIO
 -- layer adds each io_uring and libaio (io_submit) operation as an I/O event.
 -- Run an MPI program's launcher under it: datacrumbs run io_all.lua -- mpirun -np 4 ./app
 --

@@ -10,7 +10,7 @@ PKGS=(gcc g++ make cmake pkg-config clang llvm bpftool
       openmpi-bin libopenmpi-dev mpich libmpich-dev hdf5-tools fio
       libcapstone-dev golang-go libaio1
       chromium chromium-driver python3-pandas python3-matplotlib python3-dask
-      python3-distributed)
+      python3-distributed python3-mpi4py python3-h5py)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
