@@ -109,6 +109,10 @@ static const char run_help[] =
 "                           process on stderr (as strace -c; 'datacrumbs summary')\n"
 "      --no-status          no live status line (events, lost), which is shown only\n"
 "                           when stderr is a terminal\n"
+"      --no-hold            never ptrace the traced processes to hold a thread that\n"
+"                           loads a library a probe waits for (needed when CMD is a\n"
+"                           debugger or tracer itself: gdb, strace); such libraries\n"
+"                           are then attached just after their load, with a warning\n"
 "  -h, --help               this text\n"
 "\n"
 "Other arguments after SCRIPT are the script's own (the Lua global `arg`);\n"
@@ -262,6 +266,8 @@ int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
 			o->summary = 1;
 		} else if (IS("--no-status") && !eq) {
 			o->no_status = 1;
+		} else if (IS("--no-hold") && !eq) {
+			o->no_hold = 1;
 		} else if (!o->script) {
 			if (!a[0])
 				return usage_error("%s", "an empty SCRIPT name");

@@ -29,6 +29,9 @@ struct dc_opts {
 	int unsafe;               /* --unsafe: the script may start programs, load C code */
 	int summary;              /* -c, --summary: pfw_summary's tables at the end, on stderr */
 	int no_status;            /* --no-status: no live status line on a terminal */
+	int no_hold;              /* --no-hold: never ptrace-seize the traced processes to hold
+				     a thread loading a library (core/hold.c); such libraries are
+				     then attached late, with a warning */
 	double auto_profile_pct;  /* --auto-profile PCT: trace mode switches to profile mode
 				     once this % of calls is lost (0..100); -1: never */
 };

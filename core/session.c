@@ -1011,6 +1011,10 @@ static void follow_dlopen(struct session *s)
 		return;
 	}
 	dc_consumer_on_dlstate(s->cons, on_dlstate, s);
+	if (s->o->no_hold) { /* the command debugs or traces others itself (gdb, strace) */
+		snprintf(s->nohold, sizeof(s->nohold), "--no-hold: loading threads are not held");
+		return;
+	}
 	if (dc_cap_effective(CAP_SYS_PTRACE) != 1) {
 		snprintf(s->nohold, sizeof(s->nohold), "datacrumbs has no CAP_SYS_PTRACE (runs "
 			 "without root): loading threads are not held");
