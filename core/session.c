@@ -1028,7 +1028,12 @@ static void follow_dlopen(struct session *s)
 			"until it is attached\n", s->nohold);
 		dc_hold_free(s->hold);
 		s->hold = NULL;
-	} else if (err[0]) { /* some threads of -p's process: those are not held */
+	} else if (!s->o->quiet) {
+		fprintf(stderr, "datacrumbs: note: the traced processes are held by ptrace when "
+			"they load a library a probe waits for: a debugger or strace among them "
+			"cannot attach (give --no-hold)\n");
+	}
+	if (n >= 0 && err[0]) { /* some threads of -p's process: those are not held */
 		fprintf(stderr, "datacrumbs: warning: %s: that thread is not held when it loads a "
 			"library\n", err);
 	}

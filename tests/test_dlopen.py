@@ -343,4 +343,24 @@ else:
                          c.get("path") == data and c["name"].startswith("pwrite"))
     equal(undercoll, 16384, "mpi4py: bytes pwritten inside the collective writes, both ranks")
 
+# a command that is a tracer itself (strace) under a script whose library may come with a
+# dlopen: held by our ptrace it cannot trace (said on stderr); --no-hold lets it
+import shutil  # noqa: E402
+if shutil.which("strace"):
+    for hold in (True, False):
+        t6 = os.path.join(d, "t6-%d.pfw.gz" % hold)
+        r = dctest.run_dc(["run", "-o", t6] + ([] if hold else ["--no-hold"]) +
+                          ["io_all.lua", "--", "strace", "-f", "-o", "/dev/null", "true"],
+                          timeout=SAFETY)
+        if hold:
+            dctest.check(r.returncode != 0 and "give --no-hold" in r.stderr,
+                         "strace under the hold fails, and the note says --no-hold: %s"
+                         % r.stderr[-300:])
+        else:
+            dctest.equal(r.returncode, 0, "strace under --no-hold (%s)" % r.stderr[-300:])
+            dctest.check("give --no-hold" not in r.stderr, "--no-hold: no hold note")
+        dctest.check_pfw(t6)
+else:
+    print("SKIP: strace not installed: the --no-hold check is NOT TESTED", flush=True)
+
 dctest.finish()
