@@ -285,8 +285,10 @@ static __always_inline void atomic_max(__u64 *p, __u64 v)
 	}
 }
 
-/* Adds one call (dur ns, bytes when has_bytes) to its aggregate. */
-static __always_inline void agg_add(struct dc_agg_key *k, __u64 dur, __s64 bytes, int has_bytes)
+/* Adds one call (dur ns, bytes asked when has_bytes, bytes moved when has_moved) to its
+ * aggregate. */
+static __always_inline void agg_add(struct dc_agg_key *k, __u64 dur, __s64 bytes, int has_bytes,
+				    __s64 moved, int has_moved)
 {
 	struct dc_agg *a = bpf_map_lookup_elem(&aggs, k);
 	if (!a) {
@@ -308,6 +310,32 @@ static __always_inline void agg_add(struct dc_agg_key *k, __u64 dur, __s64 bytes
 		atomic_min(&a->bytes_min, bytes);
 		atomic_max(&a->bytes_max, bytes);
 	}
+	if (has_moved) {
+		__sync_fetch_and_add(&a->moved_n, 1);
+		__sync_fetch_and_add(&a->moved_sum, moved > 0 ? moved : 0);
+	}
+}
+
+/* The bytes a call moved by rule pi->moved (enum dc_pmoved), from its return value ret,
+ * the bytes asked (when has_bytes) and args; 0 for a failed call. */
+static __always_inline __s64 moved_of(const struct dc_pinfo *pi, long ret, __s64 bytes,
+				      int has_bytes, const __u64 args[DC_MAX_ARGS])
+{
+	__s64 r = pi->ret32 ? (__s64)(int)ret : (__s64)ret, size = 0;
+	for (int i = 0; i < DC_MAX_ARGS; i++)
+		if (i == pi->b1)
+			size = (__s64)args[i];
+	switch (pi->moved) {
+	case DC_PM_RET:
+		return has_bytes && r >= 0 && r <= bytes ? r : 0;
+	case DC_PM_RETANY:
+		return r > 0 ? r : 0;
+	case DC_PM_ITEMS:
+		return r > 0 && size > 0 ? r * size : 0;
+	case DC_PM_ERRCODE:
+		return has_bytes && (int)ret == 0 && bytes > 0 ? bytes : 0;
+	}
+	return 0;
 }
 
 /* The file key and bytes of a call described by pi, from its (argument) values. */
@@ -383,10 +411,12 @@ static __always_inline void agg_key_bytes(const struct dc_pinfo *pi, const __u64
 }
 
 /* Profile mode: aggregates a finished call of probe `probe`, described by pi, instead of
- * recording it. Returns 1 when it did, 0 when the call must be sent as a record. */
+ * recording it; ret is its return value when has_ret (not for kernel events and
+ * entry-only calls). Returns 1 when it did, 0 when the call must be sent as a record. */
 static __always_inline int profile_call(const struct dc_pinfo *pi, __u32 probe, __u32 tgid,
 					__u64 ts, __u64 now, const __u64 args[DC_MAX_ARGS],
-					__u64 aux, __u32 aux_ok, __u64 iov_bytes)
+					__u64 aux, __u32 aux_ok, __u64 iov_bytes, long ret,
+					int has_ret)
 {
 	if (!pi || pi->record)
 		return 0;
@@ -395,7 +425,9 @@ static __always_inline int profile_call(const struct dc_pinfo *pi, __u32 probe, 
 	__s64 bytes = 0;
 	int has_bytes = 0;
 	agg_key_bytes(pi, args, aux, aux_ok, iov_bytes, &k, &bytes, &has_bytes);
-	agg_add(&k, now - ts, bytes, has_bytes);
+	int has_moved = has_ret && pi->moved != DC_PM_NONE;
+	__s64 moved = has_moved ? moved_of(pi, ret, bytes, has_bytes, args) : 0;
+	agg_add(&k, now - ts, bytes, has_bytes, moved, has_moved);
 	return 1;
 }
 
@@ -673,7 +705,7 @@ static __always_inline void call_return(__u64 cookie, long ret)
 		struct dc_pinfo *pi = bpf_map_lookup_elem(&pinfo, &probe);
 		note_handle(pi, tgid, f, ret);
 		if (profile_call(pi, probe, tgid, f->ts, now, f->args, f->aux, f->aux_ok,
-				 f->iov_bytes)) {
+				 f->iov_bytes, ret, 1)) {
 			st->depth = d;
 			return;
 		}
@@ -781,7 +813,7 @@ static __always_inline int emit_record(__u64 cookie, __u32 tgid, __u32 tid, __u6
 	if (profile_ns) {
 		__u32 probe = DC_COOKIE_PROBE(cookie);
 		if (profile_call(bpf_map_lookup_elem(&pinfo, &probe), probe, tgid, ts, ts + dur,
-				 args, 0, 0, 0))
+				 args, 0, 0, 0, 0, 0))
 			return 0;
 	}
 	struct dc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);

@@ -243,6 +243,16 @@ enum dc_pbytes {        /* the call's bytes: the `count` its trace event carries
 	DC_PB_MUL32,        /* (int)args[b1] * args[b2] (Open MPI: elements x datatype size) */
 	DC_PB_MPICH,        /* (int)args[b1] x the size in MPICH builtin handle args[b2] */
 };
+enum dc_pmoved {        /* the bytes a call moved, from its return value (the rule of
+			   python/datacrumbs/analysis.py moved_bytes and core/consumer.c
+			   record_moved); 0 for a failed call */
+	DC_PM_NONE = 0,     /* no such figure (no byte count, or ret is no byte count) */
+	DC_PM_RET,          /* ret when 0 <= ret <= the bytes asked (read, write, AIO ops);
+			       a larger ret is no byte count (fgets' buffer pointer) */
+	DC_PM_RETANY,       /* ret when >= 0, no count to bound it (fprintf, getline) */
+	DC_PM_ITEMS,        /* ret (items) x args[b1] (fread, fwrite: the size) */
+	DC_PM_ERRCODE,      /* the bytes asked when ret is 0 (MPI_SUCCESS: all moved) */
+};
 struct dc_pinfo {
 	unsigned char record;  /* 1: sent as a record even in profile mode (it names a path
 				  or changes the fd tables: the user side needs it) */
@@ -252,6 +262,8 @@ struct dc_pinfo {
 				  when it returns 0), 2 the return value (opendir, non-NULL) */
 	unsigned char moves;   /* 1: the function runs on stacks that move (Go goroutines):
 				  its frames are paired by probe, not by stack pointer */
+	unsigned char moved;   /* enum dc_pmoved: the bytes moved, from ret */
+	unsigned char ret32;   /* 1: ret is a C int (only its low 32 bits are defined) */
 };
 
 /* What names the file of an aggregate (dc_agg_key.kind). */
@@ -275,7 +287,9 @@ struct dc_agg {
 	unsigned long long count;   /* calls */
 	unsigned long long dur_sum, dur_min, dur_max;       /* ns */
 	unsigned long long bytes_n; /* calls with a byte count */
-	unsigned long long bytes_sum, bytes_min, bytes_max;
+	unsigned long long bytes_sum, bytes_min, bytes_max; /* bytes asked */
+	unsigned long long moved_n;   /* calls with a bytes-moved figure (enum dc_pmoved) */
+	unsigned long long moved_sum; /* bytes moved */
 };
 
 /* Per-process state kept in the `traced` map, keyed by tgid. */

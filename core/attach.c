@@ -885,6 +885,25 @@ enum dc_pbytes dc_probe_bytes(const struct dc_probe *p, unsigned char *b1, unsig
 	return kind;
 }
 
+enum dc_pmoved dc_probe_moved(const struct dc_probe *p, enum dc_pbytes bytes)
+{
+	static const char *const ret_is_bytes[] = { "fprintf", "vfprintf", "getline", "getdelim" };
+	const struct dc_func *f = p->func;
+	int returns = f->ret_kind == DC_RET_INT || f->ret_kind == DC_RET_LONG;
+	if (p->mech == DC_MECH_TRACEPOINT && f->ret_kind != DC_RET_LONG)
+		return DC_PM_NONE; /* a kernel event (page cache, block): no return value */
+	if (bytes == DC_PB_MUL)
+		return returns ? DC_PM_ITEMS : DC_PM_NONE;
+	if (bytes == DC_PB_MUL32 || bytes == DC_PB_MPICH)
+		return f->ret_kind == DC_RET_ERRCODE ? DC_PM_ERRCODE : DC_PM_NONE;
+	if (bytes != DC_PB_NONE)
+		return returns ? DC_PM_RET : DC_PM_NONE;
+	for (size_t i = 0; i < sizeof(ret_is_bytes) / sizeof(ret_is_bytes[0]); i++)
+		if (returns && !strcmp(f->name, ret_is_bytes[i]))
+			return DC_PM_RETANY;
+	return DC_PM_NONE;
+}
+
 /* The arguments of the kernel's io_uring_complete tracepoint, from its prototype in the
  * kernel's BTF (typedef btf_trace_io_uring_complete: a pointer to a function of a void *
  * then the tracepoint's arguments): 3 (ctx, req, cqe) in newer kernels, 7 (ctx, req,
@@ -1025,6 +1044,8 @@ static struct dc_pinfo pinfo_of(const struct dc_probe *p)
 		pi.k2 = dev;
 	}
 	pi.bytes = dc_probe_bytes(p, &pi.b1, &pi.b2);
+	pi.moved = dc_probe_moved(p, pi.bytes);
+	pi.ret32 = f->ret_kind != DC_RET_LONG;
 	return pi;
 }
 

@@ -100,6 +100,15 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen);
  * (argument indexes, 0 when unused) and returns the enum dc_pbytes. */
 enum dc_pbytes dc_probe_bytes(const struct dc_probe *p, unsigned char *b1, unsigned char *b2);
 
+/* The bytes a call of probe p moved, from its return value: one rule (enum dc_pmoved,
+ * bpf/datacrumbs.h) for profile mode's BPF sums, the consumer's totals and
+ * python/datacrumbs/analysis.py moved_bytes. bytes is dc_probe_bytes(p): ITEMS for size x
+ * nmemb (fread: ret items), ERRCODE for an MPI count with `ret: errcode` (MPI_SUCCESS: all
+ * asked moved), RET for any other count when the function returns one (`ret: int` or
+ * `long`; a tracepoint only with `ret: long`), RETANY for fprintf, vfprintf, getline,
+ * getdelim (ret is the bytes, fprintf(3), getline(3)), else NONE. */
+enum dc_pmoved dc_probe_moved(const struct dc_probe *p, enum dc_pbytes bytes);
+
 /* The probe table, indexed by DC_COOKIE_PROBE of an event. */
 const struct dc_probe *dc_bpf_probe(const struct dc_bpf *b, unsigned idx);
 unsigned dc_bpf_nprobes(const struct dc_bpf *b);

@@ -35,7 +35,8 @@ struct dc_consumer {
 	int want_inodes;           /* a probe records inodes: map opened paths to them */
 	int want_ranks;            /* a probe has the `rank` effect (MPI_Init) */
 	signed char *flags_arg;    /* per probe: index of its `uint flags` arg, -1 none */
-	struct dc_pinfo *bytes;    /* per probe: its bytes rule (dc_probe_bytes; bytes, b1, b2) */
+	struct dc_pinfo *bytes;    /* per probe: its bytes rule (dc_probe_bytes; bytes, b1, b2)
+				      and bytes-moved rule (dc_probe_moved; moved) */
 	uint64_t written, dropped, own_ids;
 	struct dc_profile *prof;   /* totals, and profile mode's aggregates (profiling) */
 	int profiling;             /* profile mode: calls are aggregated, not written */
@@ -269,6 +270,37 @@ static int64_t record_bytes(const struct dc_record *r, const struct dc_probe *pr
 		if (!r->args[i].is_str && (!strcmp(r->args[i].key, "count") ||
 					   (tp && !strcmp(r->args[i].key, "size"))))
 			return r->args[i].i;
+	return -1;
+}
+
+/* The bytes call e (record r, ret as record_ret gave it) moved, by the probe's rule
+ * (dc_probe_moved, the one BPF applies in profile mode): ret bounded by the count, fread's
+ * ret items x size, an MPI call's bytes from its MPI_Status (the `status` argument) or,
+ * without one (MPI_STATUS_IGNORE), the count when it returned MPI_SUCCESS. -1: the call
+ * has no such figure (or did not return). */
+static int64_t record_moved(const struct dc_record *r, const struct dc_probe *pr,
+			    const struct dc_pinfo *rule, const struct dc_event *e, int64_t ret,
+			    int finished)
+{
+	if (rule->moved == DC_PM_NONE || !finished)
+		return -1;
+	int64_t asked = record_bytes(r, pr), size = (int64_t)e->args[rule->b1];
+	switch (rule->moved) {
+	case DC_PM_RET:
+		return asked >= 0 && ret >= 0 && ret <= asked ? ret : 0;
+	case DC_PM_RETANY:
+		return ret > 0 ? ret : 0;
+	case DC_PM_ITEMS:
+		return ret > 0 && size > 0 ? ret * size : 0;
+	case DC_PM_ERRCODE:
+		for (int i = 0; i < pr->func->nargs; i++)
+			if (pr->func->args[i].kind == DC_ARG_STATUS)
+				for (int k = 0; k < r->nargs; k++)
+					if (!r->args[k].is_str &&
+					    !strcmp(r->args[k].key, pr->func->args[i].name))
+						return r->args[k].i > 0 ? r->args[k].i : 0;
+		return asked > 0 && ret == 0 ? asked : 0;
+	}
 	return -1;
 }
 
@@ -522,13 +554,14 @@ static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
 /* Hands the record of a call on: into profile mode's aggregates (a call BPF could not
  * aggregate), or through the script's on_event to the trace, and into the run's totals. */
 static void deliver(struct dc_consumer *c, struct dc_record *r, const struct dc_probe *pr,
-		    const struct dc_event *e, int finished)
+		    const struct dc_event *e, int finished, int64_t ret)
 {
+	int64_t moved = record_moved(r, pr, &c->bytes[e->probe], e, ret, finished);
 	if (c->profiling) { /* a call BPF could not aggregate (it names a path); one that
 			       never returned is not a call to count */
 		if (finished)
 			dc_profile_add(c->prof, r->pid, e->probe, e->ts + e->dur, e->dur,
-				       record_bytes(r, pr), r->path);
+				       record_bytes(r, pr), moved, r->path);
 		return;
 	}
 
@@ -541,7 +574,8 @@ static void deliver(struct dc_consumer *c, struct dc_record *r, const struct dc_
 	write_record(c, r);
 	c->written++;
 	if (c->prof)
-		dc_profile_total(c->prof, r->pid, e->probe, e->dur, record_bytes(r, pr), r->path);
+		dc_profile_total(c->prof, r->pid, e->probe, e->dur, record_bytes(r, pr), moved,
+				 r->path);
 }
 
 /* A returned call: decode its args by the probe description, then write it. */
@@ -570,7 +604,7 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		apply_effect(c, pf, f, e, ret, r->path, &d);
 	if (pr->hidden)
 		return;
-	deliver(c, r, pr, e, finished);
+	deliver(c, r, pr, e, finished, ret);
 }
 
 /* A traced process exec'd a program that gains privileges (datacrumbs.h DC_EV_EXEC,
@@ -678,6 +712,7 @@ struct dc_consumer *dc_consumer_new(struct dc_bpf *b, struct dc_writer *w,
 		const struct dc_func *f = dc_bpf_probe(b, i)->func;
 		c->bytes[i].bytes = dc_probe_bytes(dc_bpf_probe(b, i), &c->bytes[i].b1,
 						   &c->bytes[i].b2);
+		c->bytes[i].moved = dc_probe_moved(dc_bpf_probe(b, i), c->bytes[i].bytes);
 		c->flags_arg[i] = -1;
 		c->want_ranks |= f->effect == DC_FX_RANK;
 		for (int k = 0; k < f->nargs; k++) {

@@ -809,6 +809,9 @@ static void push_row(const struct dc_prow *row, void *arg)
 		lua_pushinteger(L, (lua_Integer)row->bytes_min); lua_setfield(L, -2, "size_min");
 		lua_pushinteger(L, (lua_Integer)row->bytes_max); lua_setfield(L, -2, "size_max");
 	}
+	if (row->moved_n) {
+		lua_pushinteger(L, (lua_Integer)row->moved_sum); lua_setfield(L, -2, "moved_sum");
+	}
 	lua_rawseti(L, -2, luaL_len(L, -2) + 1);
 }
 
@@ -816,7 +819,8 @@ static void push_row(const struct dc_prow *row, void *arg)
  * (and from the records kept on the user side), as a list of
  *   { pid, cat, name, path (absent: no file), ts (interval start, us since the epoch),
  *     count, dur_sum, dur_min, dur_max (us), size_sum, size_min, size_max (bytes asked,
- *     absent when the function has no byte count) }.
+ *     absent when the function has no byte count), moved_sum (bytes moved, from the
+ *     calls' ret: bpf/datacrumbs.h enum dc_pmoved; absent when ret is no byte count) }.
  * An empty list in trace mode and before tracing has begun. */
 static int l_aggregates(lua_State *L)
 {

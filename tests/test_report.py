@@ -65,10 +65,12 @@ def main():
         """Bytes moved by one event (docs: pfw_summary.py's rule), counted here again."""
         a = e["args"]
         if e["ph"] == "C":
-            return a.get("size_sum", 0)
+            return a.get("moved_sum", a.get("size_sum", 0))
         if "bytes" in a:
             return max(a["bytes"], 0)
         ret = a.get("ret")
+        if e["name"].startswith("MPI_File_") and ret == 0 and "count" in a:
+            return a["count"]  # MPI_SUCCESS without a status (MPI_STATUS_IGNORE): all
         if not isinstance(ret, int) or ret <= 0:
             return 0
         if "nmemb" in a:

@@ -10,7 +10,7 @@ ts, dur, te, trange, hostname, filename, size, fhash, hhash, index), plus ph, le
 p_idx, count, offset, ret, proc_name (the last process_name of the pid), rank (-1 when
 not an MPI rank), calls (1 for a complete event, count for a profile mode counter) and
 trace (the file the row came from). `size` is the bytes the call moved
-(pfw_summary.py's rule); for a counter, size_sum. The tracer's own records (start, end)
+(pfw_summary.py's rule); for a counter, moved_sum (counter_bytes). The tracer's own records (start, end)
 are not rows: Trace.start and Trace.end hold them.
 
 The record reader (records(), Trace) needs only the standard library; load() needs
@@ -68,11 +68,16 @@ def records(path, state=None):
 
 
 def moved_bytes(a, name=None):
-    """The bytes a complete event's call moved, 0 when unknown: an MPI-IO call's `bytes`,
-    fread/fwrite's ret x size, fprintf's and getline's ret, else ret when 0 < ret <= count."""
+    """The bytes a complete event's call moved, 0 when unknown: an MPI-IO call's `bytes`
+    (its MPI_Status), or its `count` when it returned MPI_SUCCESS (0) with no status
+    (MPI_STATUS_IGNORE), fread/fwrite's ret x size, fprintf's and getline's ret, else ret
+    when 0 < ret <= count. The rule of core/attach.c dc_probe_moved, which profile mode
+    sums as `moved_sum`."""
     ret = a.get("ret")
     if isinstance(a.get("bytes"), int):
         return max(a["bytes"], 0)
+    if (name or "").startswith("MPI_File_") and ret == 0 and isinstance(a.get("count"), int):
+        return max(a["count"], 0)
     if not isinstance(ret, int) or ret <= 0:
         return 0
     if isinstance(a.get("nmemb"), int) and isinstance(a.get("size"), int):
@@ -81,6 +86,13 @@ def moved_bytes(a, name=None):
         return ret
     count = a.get("count")
     return ret if isinstance(count, int) and ret <= count else 0
+
+
+def counter_bytes(a):
+    """The bytes a profile mode counter's calls moved: its `moved_sum`; `size_sum` (bytes
+    asked) for counters without one (older traces, functions whose ret is no byte count)."""
+    v = a.get("moved_sum", a.get("size_sum", 0))
+    return v if isinstance(v, int) and v > 0 else 0
 
 
 class Trace:
@@ -143,7 +155,7 @@ class Trace:
                 "pid": pid, "tid": e.get("tid"), "ts": ts, "dur": dur, "te": ts + dur,
                 "trange": int((ts + dur / 2.0) / time_granularity),
                 "hostname": self.host(a), "filename": self.file(a),
-                "size": int(a.get("size_sum", 0)) if counter else moved_bytes(a, e.get("name")),
+                "size": counter_bytes(a) if counter else moved_bytes(a, e.get("name")),
                 "calls": int(a.get("count", 0)) if counter else 1,
                 "count": a.get("count", -1) if not counter else -1,
                 "offset": a.get("offset", -1), "ret": a.get("ret", -1),

@@ -1,0 +1,106 @@
+"""test_fidelity.py: every byte on the right file (issue 13). Bytes moved (from ret) beside
+bytes asked, equal in trace and profile mode and to the file's size: reads at end of file
+(dd) and SQLite (python3's sqlite3 module, VACUUM INTO a new database file)."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+import dctest  # noqa: E402
+from dctest import check, equal  # noqa: E402
+from datacrumbs import analysis  # noqa: E402
+
+dctest.need_root()
+
+FILE_SIZE = 204800   # 50 pages
+BS = 5000            # dd's read size: 40 full reads, one of 4800 bytes, one at EOF (0)
+SQLITE_ROWS = 200
+
+
+def traced(name, mode, cmd, script="io_posix.lua"):
+    """Runs cmd under datacrumbs in mode ("trace" or "profile"); returns the Trace."""
+    d = dctest.workdir("fidelity-%s-%s" % (name, mode))
+    out = os.path.join(d, "t.pfw.gz")
+    opts = ["--mode", "profile", "--interval", "10s"] if mode == "profile" else []
+    r = dctest.run_dc(["run", "-o", out] + opts + [script, "--"] + cmd)
+    equal(r.returncode, 0, "%s %s: exit status (stderr: %s)" % (name, mode, r.stderr.strip()))
+    dctest.check_pfw(out)
+    return analysis.Trace(out)
+
+
+def per_file(t, path):
+    """{function: [calls, bytes asked, bytes moved]} of the calls on path (complete
+    events and counters alike)."""
+    out = {}
+    for e in t.events:
+        a = e.get("args") or {}
+        if e.get("cat") != "POSIX" or t.file(a) != path:
+            continue
+        c = out.setdefault(e["name"], [0, 0, 0])
+        if e["ph"] == "C":
+            c[0] += a["count"]
+            c[1] += a.get("size_sum", 0)
+            c[2] += analysis.counter_bytes(a)
+        else:
+            c[0] += 1
+            c[1] += a.get("count", 0)
+            c[2] += analysis.moved_bytes(a, e["name"])
+    return out
+
+
+def io_only(totals):
+    return {k: v for k, v in totals.items() if k in ("read", "pread", "write", "pwrite")}
+
+
+# 1. reads at end of file: 42 reads of 5000 bytes asked, 204,800 moved, in both modes
+d = dctest.workdir("fidelity-data")
+src = os.path.join(d, "f.bin")
+with open(src, "wb") as f:
+    f.write(bytes(range(256)) * (FILE_SIZE // 256))
+nreads = FILE_SIZE // BS + 2
+for mode in ("trace", "profile"):
+    t = traced("eof", mode, ["dd", "if=" + src, "of=/dev/null", "bs=%d" % BS, "status=none"])
+    equal(io_only(per_file(t, src)), {"read": [nreads, nreads * BS, FILE_SIZE]},
+          "%s mode: dd's reads of %s (calls, bytes asked, bytes moved)" % (mode, src))
+    if mode == "profile":
+        c = [e for e in t.events if e["ph"] == "C" and t.file(e["args"]) == src
+             and e["name"] == "read"]
+        equal([(e["args"]["size_sum"], e["args"]["moved_sum"]) for e in c],
+              [(nreads * BS, FILE_SIZE)], "profile mode: the counter's size_sum and moved_sum")
+
+# 2. SQLite: a database of 200 rows copied by VACUUM INTO: its pages written once each (the
+# new file's size), its reads of the new file at end of file (asked, 0 moved); every
+# figure equal in both modes, also the source database's reads
+db = os.path.join(d, "src.db")
+prog = os.path.join(d, "sq.py")
+with open(prog, "w") as f:
+    f.write("""import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+if sys.argv[2] == "make":
+    db.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB)")
+    db.executemany("INSERT INTO t VALUES (?, ?)", ((i, bytes(1000)) for i in range(%d)))
+    db.commit()
+else:
+    db.execute("VACUUM INTO ?", (sys.argv[2],))
+""" % SQLITE_ROWS)
+import subprocess  # noqa: E402
+subprocess.run([sys.executable, prog, db, "make"], check=True)
+got = {}
+for mode in ("trace", "profile"):
+    new = os.path.join(d, "copy-%s.db" % mode)
+    t = traced("sqlite", mode, [sys.executable, prog, db, new])
+    size = os.path.getsize(new)
+    check(size >= SQLITE_ROWS * 1000, "%s: the copy holds the rows: %d bytes" % (mode, size))
+    nw = io_only(per_file(t, new))
+    equal(nw.get("pwrite", [0, 0, 0])[1:], [size, size],
+          "%s mode: bytes asked and moved by the pwrites of %s = its size" % (mode, new))
+    check(nw.get("pread", [0, 0, 0])[1] > 0 and nw["pread"][2] == 0,
+          "%s mode: the reads of the new file are at its end: asked > 0, moved 0: %r"
+          % (mode, nw.get("pread")))
+    got[mode] = (nw, io_only(per_file(t, db)))
+    check(got[mode][1].get("pread", [0, 0, 0])[2] >= os.path.getsize(db),
+          "%s mode: the source's pages are read: %r" % (mode, got[mode][1]))
+equal(got["profile"], got["trace"], "SQLite: calls, bytes asked and moved per function on "
+      "both files, profile mode vs trace mode")
+
+dctest.finish()
