@@ -116,7 +116,7 @@ static __always_inline void op_done(struct dc_aio_op *op, __u64 now, long res)
 	e->ret = res;
 	e->iov_bytes = 0;
 	e->flags = op->parent && !parent ? DC_F_ASYNC : 0;
-	e->pad = 0;
+	e->path2_len = 0;
 	e->ino = 0;
 	e->dev = 0;
 	e->aux = 0;

@@ -62,12 +62,13 @@ struct {
 	__uint(max_entries, 16 << 20); /* resized by the loader (--buffer-size) */
 } events SEC(".maps");
 
-/* Where a path string is read before it is copied into a record of the right size. */
+/* Where a call's path strings (two at most: dc_pinfo.path2) are read before they are
+ * copied into a record of the right size. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct dc_path_event);
+	__type(value, struct dc_path2_event);
 } scratch SEC(".maps");
 
 /* enum dc_stat counters, per CPU. */
@@ -562,7 +563,7 @@ static __always_inline void fill_call(struct dc_event *e, struct dc_frame *f, __
 	e->ret = ret;
 	e->iov_bytes = f->iov_bytes;
 	e->flags = f->aux_ok;
-	e->pad = 0;
+	e->path2_len = 0;
 	e->ino = 0;
 	e->dev = 0;
 	e->aux = f->aux_ok ? f->aux : 0;
@@ -712,8 +713,45 @@ static __always_inline void call_return(__u64 cookie, long ret)
 	}
 
 	__u32 zero = 0;
-	struct dc_path_event *sc = path < DC_MAX_ARGS ? bpf_map_lookup_elem(&scratch, &zero) : NULL;
-	if (sc) {
+	struct dc_path2_event *sc = path < DC_MAX_ARGS ? bpf_map_lookup_elem(&scratch, &zero) : NULL;
+	__u32 p2 = 0;
+	if (sc) { /* a second string (rename's newpath): the probe's description says which */
+		__u32 probe = DC_COOKIE_PROBE(cookie);
+		struct dc_pinfo *pi = bpf_map_lookup_elem(&pinfo, &probe);
+		p2 = pi ? pi->path2 : 0;
+	}
+	if (sc && p2 >= 1 && p2 <= DC_MAX_ARGS) {
+		long n = bpf_probe_read_user_str(sc->path, sizeof(sc->path),
+						 (const void *)f->args[path]);
+		long n2 = bpf_probe_read_user_str(sc->path2, sizeof(sc->path2),
+						  (const void *)arg_at(f, p2 - 1));
+		struct dc_path2_event *pe;
+		__u64 bytes;
+		if (n <= DC_PATH_SMALL && n2 <= DC_PATH_SMALL) {
+			bytes = sizeof(pe->e) + 2 * DC_PATH_SMALL;
+			pe = bpf_ringbuf_reserve(&events, sizeof(pe->e) + 2 * DC_PATH_SMALL, 0);
+			if (pe) {
+				bpf_probe_read_kernel(pe->path, DC_PATH_SMALL, sc->path);
+				bpf_probe_read_kernel(pe->path + DC_PATH_SMALL, DC_PATH_SMALL,
+						      sc->path2);
+			}
+		} else {
+			bytes = sizeof(*pe);
+			pe = bpf_ringbuf_reserve(&events, sizeof(*pe), 0);
+			if (pe) {
+				bpf_probe_read_kernel(pe->path, DC_PATH_MAX, sc->path);
+				bpf_probe_read_kernel(pe->path2, DC_PATH_MAX, sc->path2);
+			}
+		}
+		if (!pe) {
+			count_stat(DC_STAT_LOST);
+		} else {
+			fill_call(&pe->e, f, tgid, tid, d, parent, now, ret);
+			pe->e.path_len = n > 0 ? n : 0;
+			pe->e.path2_len = n2 > 0 ? n2 : 0;
+			bpf_ringbuf_submit(pe, submit_flags(bytes));
+		}
+	} else if (sc) {
 		/* read at return: the kernel has faulted the string's page in by now; then
 		 * send it in the smallest record class it fits, to spare the ring buffer */
 		long n = bpf_probe_read_user_str(sc->path, sizeof(sc->path),
@@ -834,7 +872,7 @@ static __always_inline int emit_record(__u64 cookie, __u32 tgid, __u32 tid, __u6
 	e->ret = 0;
 	e->iov_bytes = 0;
 	e->flags = flags;
-	e->pad = 0;
+	e->path2_len = 0;
 	e->ino = 0;
 	e->dev = 0;
 	e->aux = 0;

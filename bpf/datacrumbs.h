@@ -158,7 +158,11 @@ enum dc_kind {
 
 /* One ring buffer record. Calls with a path argument are followed in the same record by
  * path_len bytes of the string (NUL included): the record is then a struct dc_path_event
- * cut to sizeof(struct dc_event) + DC_PATH_SMALL bytes when the path fits in that. */
+ * cut to sizeof(struct dc_event) + DC_PATH_SMALL bytes when the path fits in that. A call
+ * with a second string (dc_pinfo.path2: rename, link, symlink) whose string was read
+ * (path2_len > 0) is a struct dc_path2_event, the second string at path2; cut to
+ * sizeof(struct dc_event) + 2 * DC_PATH_SMALL bytes, the second string at path +
+ * DC_PATH_SMALL, when both fit in DC_PATH_SMALL. */
 struct dc_event {
 	unsigned int kind;        /* enum dc_kind */
 	unsigned int probe;       /* probe index (DC_COOKIE_PROBE) */
@@ -174,7 +178,7 @@ struct dc_event {
 	long long ret;            /* return value (rax) */
 	unsigned long long iov_bytes; /* sum of iov_len over the iovec argument, if any */
 	unsigned int flags;       /* DC_F_* */
-	unsigned int pad;
+	unsigned int path2_len;   /* bytes of the second string (NUL included), 0: none */
 	unsigned long long ino;   /* open calls: the inode of the returned fd (0: unknown) */
 	unsigned long long dev;   /* and its device, st_dev encoding */
 	unsigned long long aux;   /* the value read through a pointer (cookie bits 32..47): a
@@ -198,6 +202,12 @@ struct dc_event {
 struct dc_path_event {
 	struct dc_event e;
 	char path[DC_PATH_MAX];
+};
+
+struct dc_path2_event {
+	struct dc_event e;
+	char path[DC_PATH_MAX];
+	char path2[DC_PATH_MAX];
 };
 
 /* Async I/O (bpf/aio.bpf.c, probes/aio.yaml, layer AIO): one DC_EV_CALL record per
@@ -264,6 +274,9 @@ struct dc_pinfo {
 				  its frames are paired by probe, not by stack pointer */
 	unsigned char moved;   /* enum dc_pmoved: the bytes moved, from ret */
 	unsigned char ret32;   /* 1: ret is a C int (only its low 32 bits are defined) */
+	unsigned char path2;   /* 1 + index of a second string argument (rename's newpath,
+				  symlink's target), read at return after the cookie's path
+				  into a struct dc_path2_event; 0: none */
 };
 
 /* What names the file of an aggregate (dc_agg_key.kind). */

@@ -1008,8 +1008,13 @@ static struct dc_pinfo pinfo_of(const struct dc_probe *p)
 	for (int i = 0; i < f->nargs; i++) {
 		const struct dc_arg *a = &f->args[i];
 		switch (a->kind) {
-		case DC_ARG_PATH:
-			pi.record = 1;
+		case DC_ARG_PATH: /* the cookie has the first; a second one is path2 */
+			if (pi.record == 2 && !pi.path2)
+				pi.path2 = i + 1;
+			pi.record = 2;
+			break;
+		case DC_ARG_TARGET:
+			pi.path2 = i + 1;
 			break;
 		case DC_ARG_FD:
 			if (!pi.key) {
@@ -1043,6 +1048,7 @@ static struct dc_pinfo pinfo_of(const struct dc_probe *p)
 		pi.k1 = ino;
 		pi.k2 = dev;
 	}
+	pi.record = pi.record != 0;
 	pi.bytes = dc_probe_bytes(p, &pi.b1, &pi.b2);
 	pi.moved = dc_probe_moved(p, pi.bytes);
 	pi.ret32 = f->ret_kind != DC_RET_LONG;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <bpf/libbpf.h>
 
 #include "fdtable.h"
@@ -44,6 +45,8 @@ struct dc_consumer {
 	struct dc_record rec;      /* reused for every event */
 	char path[DC_PATH_MAX * 2];
 	char rpath[DC_PATH_MAX * 2]; /* the kernel's path of it (dc_files_real) */
+	char path2[DC_PATH_MAX * 2]; /* the same two for a call's second string */
+	char rpath2[DC_PATH_MAX * 2];
 };
 
 static uint64_t hash64(uint64_t k)
@@ -174,6 +177,8 @@ static int call_ok(const struct dc_func *f, int64_t ret)
 struct decoded {
 	int fdi, dirfdi, inoi, devi;
 	int fd2i;            /* a second fd argument (copy_file_range's fd_out), -1 none */
+	int dirfd2i;         /* a second dirfd (renameat's newdirfd), -1 none */
+	int target;          /* the second string is a symlink's target (kind `target`) */
 	int64_t fd;          /* a FILE *'s fd (aux), -1 none */
 	int has_handle;
 	uint64_t handle;     /* DIR *, MPI_File: the handle the event is about */
@@ -377,8 +382,14 @@ static void record_args(struct dc_consumer *c, struct dc_record *r, const struct
 			dc_rec_int(r, a->name, (int)v);
 			break;
 		case DC_ARG_DIRFD:
-			d->dirfdi = i;
+			if (d->dirfdi < 0)
+				d->dirfdi = i;
+			else
+				d->dirfd2i = i;
 			dc_rec_int(r, a->name, (int)v);
+			break;
+		case DC_ARG_TARGET:
+			d->target = 1;
 			break;
 		case DC_ARG_INT:
 		case DC_ARG_IOVCNT:
@@ -501,12 +512,65 @@ static int64_t record_ret(struct dc_record *r, const struct dc_probe *pr,
 	return ret;
 }
 
+/* The name of the file (dev, ino) that an open reached by path `got`: the path the run
+ * first saw it opened by (the inode table, dc_files_inode), when that path still names
+ * the same inode (got is a hard link of it: link(2)), else got. So one file has one name
+ * in both modes: profile mode's BPF keys an fd's calls by inode, and the inode table
+ * names them. */
+static const char *one_name(uint64_t dev, uint64_t ino, const char *got)
+{
+	const char *known = dc_files_inode(dev, ino);
+	if (!known || !strcmp(known, got))
+		return got;
+	struct stat st;
+	dc_trust_enter_script(); /* as dc_files_real: the invoking user's view */
+	int same = !stat(known, &st) && (uint64_t)st.st_ino == ino && (uint64_t)st.st_dev == dev;
+	dc_trust_leave_script();
+	return same ? known : got;
+}
+
+/* The second string of call e (epath2: rename's newpath, link's newpath, symlink's
+ * target) as a file: made absolute (against the second dirfd, or, for a symlink's
+ * target, the directory of the link, r->path) and real, kept in r; NULL when unknown.
+ * A target that names its own link's directory gives that directory's path
+ * (symlink(2): a relative target is read from the link's directory). */
+static const char *second_path(struct dc_consumer *c, struct dc_proc_files *pf,
+			       struct dc_record *r, const struct dc_event *e, const char *epath2,
+			       const struct decoded *d)
+{
+	char *buf = c->path2;
+	unsigned cap = sizeof(c->path2);
+	const char *abs;
+	if (d->target) {
+		if (epath2[0] == '/') {
+			abs = dc_files_resolve(pf, 0, 0, epath2, buf, cap);
+		} else {
+			const char *slash = r->path ? strrchr(r->path, '/') : NULL;
+			if (!slash)
+				return NULL;
+			char joined[DC_PATH_MAX * 2];
+			snprintf(joined, sizeof(joined), "%.*s/%s", (int)(slash - r->path), r->path,
+				 epath2);
+			abs = dc_files_resolve(pf, 0, 0, joined, buf, cap);
+		}
+	} else {
+		abs = dc_files_resolve(pf, d->dirfd2i >= 0, d->dirfd2i >= 0 ?
+				       (int)e->args[d->dirfd2i] : 0, epath2, buf, cap);
+	}
+	if (!abs)
+		return NULL;
+	const char *real = dc_files_real(r->pid, -1, 0, 0, abs, c->rpath2, sizeof(c->rpath2));
+	return dc_rec_keep(r, real, strlen(real));
+}
+
 /* Sets r->path to the file call e (of probe pr, returning ret) is about: its path argument
  * made absolute and real, else its fd's, FILE's, handle's or inode's path, copied into r
- * (the fd table may change below), NULL: none; and r->path2 to its second fd's. */
+ * (the fd table may change below), NULL: none; and r->path2 to its second fd's, or its
+ * second string's (epath2, second_path). */
 static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
 			struct dc_record *r, const struct dc_probe *pr, const struct dc_event *e,
-			const char *epath, const struct decoded *d, int64_t ret)
+			const char *epath, const char *epath2, const struct decoded *d,
+			int64_t ret)
 {
 	const struct dc_func *f = pr->func;
 	if (epath) {
@@ -525,6 +589,8 @@ static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
 		} else if (r->path) {
 			real = dc_files_real(r->pid, f->effect == DC_FX_OPEN ? ret : -1, e->dev,
 					     e->ino, r->path, c->rpath, sizeof(c->rpath));
+			if (f->effect == DC_FX_OPEN && e->ino && ret >= 0)
+				real = one_name(e->dev, e->ino, real ? real : r->path);
 		}
 		if (real && strcmp(real, r->path)) {
 			const char *given = dc_rec_keep(r, epath, strlen(epath));
@@ -549,6 +615,8 @@ static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
 	/* a call on two files (copy_file_range, sendfile, splice): the second one's path */
 	const char *p2 = d->fd2i >= 0 ? dc_files_fd_at(pf, (int)e->args[d->fd2i], e->ts) : NULL;
 	r->path2 = p2 ? dc_rec_keep(r, p2, strlen(p2)) : NULL;
+	if (epath2 && !r->path2)
+		r->path2 = second_path(c, pf, r, e, epath2, d);
 }
 
 /* Hands the record of a call on: into profile mode's aggregates (a call BPF could not
@@ -578,8 +646,10 @@ static void deliver(struct dc_consumer *c, struct dc_record *r, const struct dc_
 				 r->path);
 }
 
-/* A returned call: decode its args by the probe description, then write it. */
-static void on_call(struct dc_consumer *c, const struct dc_event *e, const char *epath)
+/* A returned call: decode its args by the probe description, then write it. epath and
+ * epath2: the strings of its record (NULL: none). */
+static void on_call(struct dc_consumer *c, const struct dc_event *e, const char *epath,
+		    const char *epath2)
 {
 	const struct dc_probe *pr = dc_bpf_probe(c->bpf, e->probe);
 	if (!pr)
@@ -593,11 +663,11 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		pf = dc_files_get(e->pid);
 	}
 	struct dc_record *r = &c->rec;
-	struct decoded d = { -1, -1, -1, -1, -1, -1, 0, 0, 0, 0 };
+	struct decoded d = { -1, -1, -1, -1, -1, -1, 0, -1, 0, 0, 0, 0 };
 	record_head(c, r, pr, e);
 	record_args(c, r, pr, e, &d);
 	int64_t ret = record_ret(r, pr, e);
-	record_path(c, pf, r, pr, e, epath, &d, ret);
+	record_path(c, pf, r, pr, e, epath, epath2, &d, ret);
 	int finished = !(e->flags & (DC_F_UNFINISHED | DC_F_ENTRY | DC_F_UNWOUND)) &&
 		       !restarted(pr, ret);
 	if (f->effect != DC_FX_NONE && finished && call_ok(f, ret))
@@ -668,7 +738,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	const struct dc_event *e = data;
 	if (size < sizeof(*e) || c->failed)
 		return 0;
-	const char *path = NULL;
+	const char *path = NULL, *path2 = NULL;
 	if (e->path_len > 0 && e->path_len <= DC_PATH_MAX &&
 	    size >= sizeof(struct dc_event) + e->path_len) {
 		/* the ring buffer is mapped read-only; BPF NUL-terminates the string */
@@ -676,8 +746,18 @@ static int on_record(void *ctx, void *data, size_t size)
 		if (pe->path[e->path_len - 1] == 0)
 			path = pe->path;
 	}
+	if (e->kind == DC_EV_CALL && e->path2_len > 0) {
+		/* a second string (bpf/datacrumbs.h struct dc_path2_event): DC_PATH_SMALL after
+		 * the first in a small record, DC_PATH_MAX in a full one */
+		size_t at = size >= sizeof(struct dc_path2_event) ? DC_PATH_MAX : DC_PATH_SMALL;
+		const char *s = (const char *)data + sizeof(struct dc_event) + at;
+		if (e->path2_len <= DC_PATH_MAX && e->path2_len <= (at == DC_PATH_MAX ?
+		    DC_PATH_MAX : DC_PATH_SMALL) && size >= sizeof(struct dc_event) + at +
+		    e->path2_len && s[e->path2_len - 1] == 0)
+			path2 = s;
+	}
 	if (e->kind == DC_EV_CALL)
-		on_call(c, e, path);
+		on_call(c, e, path, path2);
 	else
 		on_process(c, e, path);
 	return 0;

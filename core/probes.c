@@ -26,10 +26,11 @@ static const struct { const char *name; enum dc_arg_kind kind; } arg_kinds[] = {
 	{ "handle", DC_ARG_HANDLE }, { "handle_in", DC_ARG_HANDLE_IN },
 	{ "handle_out", DC_ARG_HANDLE_OUT }, { "long_out", DC_ARG_LONG_OUT },
 	{ "elems", DC_ARG_ELEMS },  { "datatype", DC_ARG_DATATYPE }, { "status", DC_ARG_STATUS },
+	{ "target", DC_ARG_TARGET },
 };
-#define KINDS_LIST "int, uint, long, mode, fd, dirfd, path, iov, iovcnt, dir, ino, dev, " \
-	"file, str, size, nmemb, handle, handle_in, handle_out, long_out, elems, datatype, " \
-	"status, _"
+#define KINDS_LIST "int, uint, long, mode, fd, dirfd, path, target, iov, iovcnt, dir, ino, " \
+	"dev, file, str, size, nmemb, handle, handle_in, handle_out, long_out, elems, " \
+	"datatype, status, _"
 
 static const struct { const char *name; enum dc_effect fx; } effects[] = {
 	{ "open", DC_FX_OPEN },         { "close", DC_FX_CLOSE },   { "dup", DC_FX_DUP },
@@ -258,12 +259,14 @@ static int parse_arg(struct ctx *c, const yaml_node_t *n, struct dc_arg *a)
 	return 0;
 }
 
-/* Parses the args list into f, and checks the limits the BPF side has: one path, one
- * iovec (with its count), one dirfd and one DIR * per call (bpf/datacrumbs.h cookie). */
+/* Parses the args list into f, and checks the limits the BPF side has: two strings
+ * (`path`, `target`: bpf/common.bpf.h call_return reads a second one, dc_pinfo.path2), two
+ * dirfds (one per path), one iovec (with its count) and one DIR * per call
+ * (bpf/datacrumbs.h cookie). */
 static int parse_args(struct ctx *c, const yaml_node_t *n, struct dc_func *f)
 {
-	static const enum dc_arg_kind once[] = { DC_ARG_PATH, DC_ARG_IOV, DC_ARG_IOVCNT,
-						 DC_ARG_DIRFD, DC_ARG_DIR, DC_ARG_STR, DC_ARG_SIZE,
+	static const enum dc_arg_kind once[] = { DC_ARG_IOV, DC_ARG_IOVCNT, DC_ARG_TARGET,
+						 DC_ARG_DIR, DC_ARG_STR, DC_ARG_SIZE,
 						 DC_ARG_NMEMB, DC_ARG_ELEMS, DC_ARG_DATATYPE };
 	yaml_node_item_t *it;
 	int count[DC_ARG_NKINDS] = { 0 };
@@ -295,6 +298,14 @@ static int parse_args(struct ctx *c, const yaml_node_t *n, struct dc_func *f)
 		if (count[once[i]] > 1)
 			return fail(c, node_line(n), "more than one '%s' argument (at most one "
 				    "is recorded per call)", arg_kinds[once[i]].name);
+	if (count[DC_ARG_PATH] + count[DC_ARG_TARGET] > 2)
+		return fail(c, node_line(n), "more than two string arguments (kinds path, target: "
+			    "at most two are recorded per call)");
+	if (count[DC_ARG_TARGET] && !count[DC_ARG_PATH])
+		return fail(c, node_line(n), "a 'target' argument needs a 'path' argument (the "
+			    "link it is resolved against)");
+	if (count[DC_ARG_DIRFD] > 2)
+		return fail(c, node_line(n), "more than two 'dirfd' arguments (one per path)");
 	if (count[DC_ARG_IOV] != count[DC_ARG_IOVCNT])
 		return fail(c, node_line(n), "an 'iov' argument needs an 'iovcnt' argument "
 			    "and the other way round");

@@ -16,7 +16,9 @@ enum dc_arg_kind {
 	DC_ARG_UINT,     /* C unsigned int (32 bits): flags */
 	DC_ARG_FD,       /* file descriptor (C int) under its name; the first one gives fhash */
 	DC_ARG_DIRFD,    /* dirfd of *at() calls: relative paths resolve against it */
-	DC_ARG_PATH,     /* const char * path: resolved to an absolute path, gives fhash */
+	DC_ARG_PATH,     /* const char * path: resolved to an absolute path, gives fhash; a
+			    second one (rename's newpath) gives path2 (fhash2), resolved
+			    against the second `dirfd` when there are two */
 	DC_ARG_IOV,      /* const struct iovec *: `count` becomes the sum of iov_len */
 	DC_ARG_IOVCNT,   /* number of iovec entries */
 	DC_ARG_DIR,      /* DIR * stream: gives fhash from the opendir that returned it */
@@ -38,6 +40,9 @@ enum dc_arg_kind {
 	DC_ARG_ELEMS,    /* an MPI element count: with a `datatype` arg, count = bytes */
 	DC_ARG_DATATYPE, /* an MPI_Datatype: its size in bytes, where it can be known (core/mpi.h) */
 	DC_ARG_STATUS,   /* an MPI_Status *: the bytes it reports moved, read at return */
+	DC_ARG_TARGET,   /* a symlink's content (symlink(2)'s target): a second string read
+			    at return, resolved against the directory of the call's `path`
+			    (the link); gives path2 (fhash2) */
 	DC_ARG_NKINDS
 };
 

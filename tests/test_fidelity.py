@@ -1,6 +1,9 @@
 """test_fidelity.py: every byte on the right file (issue 13). Bytes moved (from ret) beside
 bytes asked, equal in trace and profile mode and to the file's size: reads at end of file
-(dd) and SQLite (python3's sqlite3 module, VACUUM INTO a new database file)."""
+(dd) and SQLite (python3's sqlite3 module, VACUUM INTO a new database file). Calls on two
+names (rename, renameat, link, linkat, symlink, symlinkat: tests/progs/prog_links.c) name
+both, in the POSIX and SYSCALL layers, and a file written through a hard link has one
+name in trace and profile mode."""
 import os
 import sys
 
@@ -102,5 +105,37 @@ for mode in ("trace", "profile"):
           "%s mode: the source's pages are read: %r" % (mode, got[mode][1]))
 equal(got["profile"], got["trace"], "SQLite: calls, bytes asked and moved per function on "
       "both files, profile mode vs trace mode")
+
+# 3. calls on two names: fhash the first, fhash2 the second (the link's directory for a
+# symlink's relative target); a hard link's writes and reads name the file as first opened
+prog = os.environ.get("PROG_LINKS", "build/tests/prog_links")
+for layer, script, prefix in (("POSIX", "io_posix.lua", ""), ("SYSCALL", "io_syscalls.lua", "sys_")):
+    d = dctest.workdir("fidelity-links-%s" % layer)
+    t = traced("links-" + layer, "trace", [prog, d], script)
+    two = {e["name"]: (t.file(e["args"]), t.files.get(e["args"].get("fhash2")), e["args"].get("ret"))
+           for e in t.events if e["ph"] == "X" and e["cat"] == layer and
+           e["name"] in [prefix + n for n in ("rename", "renameat", "link", "linkat", "symlink",
+                                                "symlinkat")]}
+    j = lambda *p: os.path.join(d, *p)  # noqa: E731
+    equal(two, {prefix + "link": (j("a"), j("b"), 0), prefix + "rename": (j("b"), j("c"), 0),
+                prefix + "renameat": (j("c"), j("sub", "d"), 0),
+                prefix + "symlink": (j("sub", "s"), j("a"), 0),
+                prefix + "symlinkat": (j("sub", "t"), j("a"), 0),
+                prefix + "linkat": (j("a"), j("sub", "e"), 0)},
+          "%s: (fhash, fhash2, ret) of each call on two names" % layer)
+    rw = io_only(per_file(t, j("a"))) if layer == "POSIX" else None
+    if layer == "POSIX":
+        equal(rw, {"write": [2, 300, 300], "read": [1, 300, 300]},
+              "trace mode: the writes through a and its hard link b, the read through sub/e, "
+              "all on a")
+        equal(io_only(per_file(t, j("b"))), {}, "trace mode: nothing named b")
+        opens = [(e["args"].get("pathname"), t.file(e["args"])) for e in t.events
+                 if e["ph"] == "X" and e["name"] == "openat" and e["args"].get("pathname") in ("b", "sub/e")]
+        equal(opens, [("b", j("a")), ("sub/e", j("a"))], "the opens of the hard links: the "
+              "name given as pathname, the file as first opened")
+        d = dctest.workdir("fidelity-links-profile")
+        t = traced("links", "profile", [prog, d], script)
+        equal(io_only(per_file(t, os.path.join(d, "a"))), rw,
+              "profile mode: the same calls and bytes on a as trace mode")
 
 dctest.finish()
