@@ -30,6 +30,10 @@ struct dc_frame {
 	__u64 args[DC_MAX_ARGS];
 	__u64 sp;       /* user rsp at entry (the return address's slot), 0: not known
 			   (kernel-side frames); bpf/datacrumbs.h "Return instructions" */
+	__u64 fino;     /* the fd's inode when it is a pipe or socket (fkind), read at entry */
+	__u64 fdev;
+	__u32 fkind;    /* DC_F_PIPE, DC_F_SOCKET or 0 */
+	__u32 pad2;
 };
 
 /* The calls in flight on one thread, innermost last. Kept while the thread lives (depth
@@ -187,6 +191,28 @@ static __always_inline void fd_inode(long fd, __u64 *ino, __u64 *dev)
 	struct inode *i = BPF_CORE_READ(f, f_inode);
 	*ino = BPF_CORE_READ(i, i_ino);
 	*dev = user_dev(BPF_CORE_READ(i, i_sb, s_dev));
+}
+
+/* The inode and device of fd of the current task, as fd_inode (0 and 0: no such fd), and
+ * what it is when it is no file of a file system: DC_F_PIPE or DC_F_SOCKET (its super
+ * block's s_magic, include/uapi/linux/magic.h; the kernel names such an fd pipe:[INO] or
+ * socket:[INO], fs/pipe.c pipefs_dname, net/socket.c sockfs_dname), else 0. */
+static __always_inline __u32 fd_special(long fd, __u64 *ino, __u64 *dev)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct file **fds = BPF_CORE_READ(t, files, fdt, fd);
+	struct file *f = NULL;
+	*ino = 0;
+	*dev = 0;
+	if (fd < 0 || fd >= BPF_CORE_READ(t, files, fdt, max_fds) ||
+	    bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return 0;
+	struct inode *i = BPF_CORE_READ(f, f_inode);
+	struct super_block *sb = BPF_CORE_READ(i, i_sb);
+	unsigned long magic = BPF_CORE_READ(sb, s_magic);
+	*ino = BPF_CORE_READ(i, i_ino);
+	*dev = user_dev(BPF_CORE_READ(sb, s_dev));
+	return magic == DC_PIPEFS_MAGIC ? DC_F_PIPE : magic == DC_SOCKFS_MAGIC ? DC_F_SOCKET : 0;
 }
 
 /* Reads the cookie's aux value through pointer p (+ the cookie's offset): 4 or 8 bytes.
@@ -362,7 +388,12 @@ static __always_inline void agg_key_bytes(const struct dc_pinfo *pi, const __u64
 	case DC_PK_FD:
 	case DC_PK_AUXFD: {
 		long fd = pi->key == DC_PK_FD ? (long)(int)a1 : (aux_ok ? (long)(int)aux : -1);
-		fd_inode(fd, &k->fkey, &k->fdev);
+		__u32 special = fd_special(fd, &k->fkey, &k->fdev);
+		if (special) { /* a pipe or socket: named by its inode alone */
+			k->kind = special == DC_F_PIPE ? DC_AGG_PIPE : DC_AGG_SOCKET;
+			k->fdev = 0;
+			break;
+		}
 		k->kind = k->fkey ? DC_AGG_INODE : DC_AGG_NOFILE;
 		break;
 	}
@@ -497,12 +528,10 @@ static __always_inline int call_enter_at(__u64 cookie, __u64 sp, __u64 a0, __u64
 			return 0;
 		}
 	}
-	__u32 moves = 0;
-	if (cookie & DC_COOKIE_INSN) { /* a Go function's stack moves: no sp judgement */
-		__u32 probe = DC_COOKIE_PROBE(cookie);
-		struct dc_pinfo *pi = bpf_map_lookup_elem(&pinfo, &probe);
+	__u32 moves = 0, probe = DC_COOKIE_PROBE(cookie);
+	struct dc_pinfo *pi = bpf_map_lookup_elem(&pinfo, &probe);
+	if (cookie & DC_COOKIE_INSN) /* a Go function's stack moves: no sp judgement */
 		moves = pi && pi->moves;
-	}
 	if (sp && !moves) {
 		deep_over(st, sp);
 		dc_unwind(st, sp, DC_UW_ENTRY, 0);
@@ -531,6 +560,15 @@ static __always_inline int call_enter_at(__u64 cookie, __u64 sp, __u64 a0, __u64
 		entry_reads(cookie, f);
 	else
 		f->aux_ok = 0;
+	/* a pipe's or socket's fd: its inode, read now (close(2) has none at its return);
+	 * in profile mode only for calls that travel as records (the rest are keyed by
+	 * agg_key_bytes) */
+	f->fkind = 0;
+	if (pi && (pi->key == DC_PK_FD || pi->key == DC_PK_AUXFD) && (!profile_ns || pi->record)) {
+		long fd = pi->key == DC_PK_FD ? (long)(int)arg_at(f, pi->k1)
+			: f->aux_ok ? (long)(int)f->aux : -1;
+		f->fkind = fd_special(fd, &f->fino, &f->fdev);
+	}
 	f->sp = sp;
 	f->moves = moves;
 	st->depth = d + 1;
@@ -566,6 +604,11 @@ static __always_inline void fill_call(struct dc_event *e, struct dc_frame *f, __
 	e->path2_len = 0;
 	e->ino = 0;
 	e->dev = 0;
+	if (f->fkind) { /* a pipe's or socket's fd (call_enter_at) */
+		e->flags |= f->fkind;
+		e->ino = f->fino;
+		e->dev = f->fdev;
+	}
 	e->aux = f->aux_ok ? f->aux : 0;
 	for (int i = 0; i < DC_MAX_ARGS; i++)
 		e->args[i] = f->args[i];

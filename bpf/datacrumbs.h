@@ -198,6 +198,11 @@ struct dc_event {
 			       longjmp unwound it), found when a later probe hit of the
 			       thread saw its frame dead: dur up to then, no ret (written
 			       with "unwound": 1); "Return instructions" above */
+#define DC_F_PIPE       32  /* the call's fd (dc_pinfo key: args[k1] or a FILE's) is a pipe
+			       (pipefs, PIPEFS_MAGIC): ino/dev are its inode, read at entry */
+#define DC_F_SOCKET     64  /* the same for a socket (sockfs, SOCKFS_MAGIC) */
+#define DC_PIPEFS_MAGIC 0x50495045 /* include/uapi/linux/magic.h */
+#define DC_SOCKFS_MAGIC 0x534F434B
 
 struct dc_path_event {
 	struct dc_event e;
@@ -285,6 +290,8 @@ enum dc_agg_kind {
 	DC_AGG_INODE = 1,   /* fkey the inode, fdev its device */
 	DC_AGG_HANDLE = 2,  /* fkey the id of the call that opened the handle (its record
 			       names the file) */
+	DC_AGG_PIPE = 3,    /* fkey a pipe's inode (pipefs): named pipe:[fkey] */
+	DC_AGG_SOCKET = 4,  /* fkey a socket's inode (sockfs): named socket:[fkey] */
 };
 
 /* An aggregate of profile mode: one per process, probe, interval and file. */

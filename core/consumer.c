@@ -608,6 +608,13 @@ static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
 	if (!r->path && d->inoi >= 0 && d->devi >= 0) /* also an fd of no known file: an io_uring
 							fixed file's slot (-1) */
 		r->path = dc_files_inode(e->args[d->devi], e->args[d->inoi]);
+	char special[48];
+	if (!r->path && (e->flags & (DC_F_PIPE | DC_F_SOCKET))) {
+		/* a pipe's or socket's fd, as /proc/PID/fd names it (BPF read its inode) */
+		snprintf(special, sizeof(special), "%s:[%llu]", e->flags & DC_F_PIPE ? "pipe" :
+			 "socket", (unsigned long long)e->ino);
+		r->path = special;
+	}
 	if (r->path) { /* the fd table may change below: keep our own copy */
 		const char *k = dc_rec_keep(r, r->path, strlen(r->path));
 		r->path = k;

@@ -50,6 +50,7 @@ struct dc_profile {
 				 handle) -> its path */
 	uint64_t dropped;    /* counter events the script's callbacks dropped */
 	struct dc_record rec;
+	char special[48];    /* key_path's pipe:[N] or socket:[N] */
 };
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -227,10 +228,15 @@ void dc_profile_handle(struct dc_profile *p, int pid, uint64_t open_id, const ch
 	p->opens.n++;
 }
 
-/* The path a BPF aggregate's file key names (the inode table, the handles' opens), or
- * NULL. */
+/* The path a BPF aggregate's file key names (the inode table, the handles' opens, a
+ * pipe's or socket's inode as the kernel names it: pipe:[N], socket:[N]), or NULL. */
 static const char *key_path(struct dc_profile *p, const struct dc_agg_key *k)
 {
+	if (k->kind == DC_AGG_PIPE || k->kind == DC_AGG_SOCKET) {
+		snprintf(p->special, sizeof(p->special), "%s:[%llu]",
+			 k->kind == DC_AGG_PIPE ? "pipe" : "socket", (unsigned long long)k->fkey);
+		return p->special;
+	}
 	if (k->kind == DC_AGG_INODE)
 		return dc_files_inode(k->fdev, k->fkey);
 	if (k->kind == DC_AGG_HANDLE && p->opens.cap) {

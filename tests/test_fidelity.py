@@ -3,7 +3,8 @@ bytes asked, equal in trace and profile mode and to the file's size: reads at en
 (dd) and SQLite (python3's sqlite3 module, VACUUM INTO a new database file). Calls on two
 names (rename, renameat, link, linkat, symlink, symlinkat: tests/progs/prog_links.c) name
 both, in the POSIX and SYSCALL layers, and a file written through a hard link has one
-name in trace and profile mode."""
+name in trace and profile mode. Pipes and sockets are named as the kernel names them
+(pipe:[N], socket:[N]) in both modes, also their close; tar -x's writes name their files."""
 import os
 import sys
 
@@ -137,5 +138,55 @@ for layer, script, prefix in (("POSIX", "io_posix.lua", ""), ("SYSCALL", "io_sys
         t = traced("links", "profile", [prog, d], script)
         equal(io_only(per_file(t, os.path.join(d, "a"))), rw,
               "profile mode: the same calls and bytes on a as trace mode")
+
+# 4. pipes and sockets: named by the inode BPF reads at the call's entry (the program
+# prints the inodes, as fstat(2) gives them)
+d = dctest.workdir("fidelity-pipes")
+prog = os.path.join(d, "ps.py")
+with open(prog, "w") as f:
+    f.write("""import os, socket, sys
+r, w = os.pipe()
+a, b = socket.socketpair()
+print(os.fstat(r).st_ino, a.fileno(), os.fstat(a.fileno()).st_ino,
+      b.fileno(), os.fstat(b.fileno()).st_ino, flush=True)
+assert os.write(w, b"x" * 100) == 100 and len(os.read(r, 4096)) == 100
+assert os.write(a.fileno(), b"y" * 50) == 50 and len(os.read(b.fileno(), 4096)) == 50
+os.close(w)
+os.close(r)
+a.close()
+b.close()
+""")
+for mode in ("trace", "profile"):
+    dd = dctest.workdir("fidelity-pipes-" + mode)
+    out = os.path.join(dd, "t.pfw.gz")
+    opts = ["--mode", "profile", "--interval", "10s"] if mode == "profile" else []
+    r = dctest.run_dc(["run", "-o", out] + opts + ["io_posix.lua", "--", sys.executable, prog])
+    equal(r.returncode, 0, "pipes %s: exit status (stderr: %s)" % (mode, r.stderr.strip()))
+    dctest.check_pfw(out)
+    t = analysis.Trace(out)
+    pino, afd, aino, bfd, bino = (int(x) for x in r.stdout.split())
+    pipe, sa, sb = "pipe:[%d]" % pino, "socket:[%d]" % aino, "socket:[%d]" % bino
+    got = {}
+    for path in (pipe, sa, sb):
+        got[path] = io_only(per_file(t, path))
+        got[path]["close"] = per_file(t, path).get("close", [0])[0]
+    equal(got, {pipe: {"write": [1, 100, 100], "read": [1, 4096, 100], "close": 2},
+                sa: {"write": [1, 50, 50], "close": 1}, sb: {"read": [1, 4096, 50], "close": 1}},
+          "%s mode: the pipe's and the sockets' calls by name (calls, asked, moved; closes)" % mode)
+
+# 5. tar -x: the files it writes (glibc's internal opens among them) are named
+d = dctest.workdir("fidelity-tar")
+src = os.path.join(d, "src")
+os.makedirs(src)
+with open(os.path.join(src, "f1"), "wb") as f:
+    f.write(b"z" * 10000)
+subprocess.run(["tar", "-C", d, "-cf", os.path.join(d, "a.tar"), "src"], check=True)
+subprocess.run(["rm", "-rf", src], check=True)
+t = traced("tar", "trace", ["tar", "-C", d, "-xf", os.path.join(d, "a.tar")])
+equal(io_only(per_file(t, os.path.join(src, "f1"))).get("write", [0, 0, 0])[1:], [10000, 10000],
+      "tar -x: bytes asked and moved by the writes of src/f1")
+unnamed = [e for e in t.events if e["ph"] == "X" and e["name"] in ("read", "write")
+           and not e["args"].get("fhash")]
+equal(unnamed, [], "tar -x: every read and write names its file")
 
 dctest.finish()
