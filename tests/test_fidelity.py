@@ -4,7 +4,10 @@ bytes asked, equal in trace and profile mode and to the file's size: reads at en
 names (rename, renameat, link, linkat, symlink, symlinkat: tests/progs/prog_links.c) name
 both, in the POSIX and SYSCALL layers, and a file written through a hard link has one
 name in trace and profile mode. Pipes and sockets are named as the kernel names them
-(pipe:[N], socket:[N]) in both modes, also their close; tar -x's writes name their files."""
+(pipe:[N], socket:[N]) in both modes, also their close; tar -x's writes name their files.
+MPI-IO writes with MPI_STATUS_IGNORE (tests/progs/prog_mpi_ignore.c, Debian's Open MPI,
+2 ranks, io_all.lua) move their count: the file's MPI-IO bytes equal its nested pwrites'
+and its size, in both modes."""
 import os
 import sys
 
@@ -188,5 +191,48 @@ equal(io_only(per_file(t, os.path.join(src, "f1"))).get("write", [0, 0, 0])[1:],
 unnamed = [e for e in t.events if e["ph"] == "X" and e["name"] in ("read", "write")
            and not e["args"].get("fhash")]
 equal(unnamed, [], "tar -x: every read and write names its file")
+
+# 6. MPI-IO with MPI_STATUS_IGNORE: bytes moved from the count and MPI_SUCCESS
+import shutil  # noqa: E402
+if not shutil.which("mpicc.openmpi"):
+    check(False, "mpicc.openmpi is not installed (scripts/setup.sh installs it)")
+else:
+    d = dctest.workdir("fidelity-mpi")
+    prog = os.path.join(d, "prog_mpi_ignore")
+    subprocess.run(["mpicc.openmpi", "-std=c99", "-O2", "-o", prog,
+                    os.path.join(os.path.dirname(__file__), "progs", "prog_mpi_ignore.c")],
+                   check=True)
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_pml="ob1", OMPI_MCA_btl="self,vader")
+    for mode in ("trace", "profile"):
+        target = os.path.join(d, "%s.dat" % mode)
+        out = os.path.join(d, "%s.pfw.gz" % mode)
+        opts = ["--mode", "profile", "--interval", "10s"] if mode == "profile" else []
+        r = dctest.run_dc(["run", "-o", out] + opts + ["io_all.lua", "--", "mpirun.openmpi",
+                           "--oversubscribe", "-n", "2", prog, target], env=env)
+        equal(r.returncode, 0, "MPI %s: exit status (stderr: %s)" % (mode, r.stderr.strip()))
+        check("prog_mpi_ignore: 2 ranks" in r.stdout, "the program ran: %r" % r.stdout)
+        dctest.check_pfw(out)
+        t = analysis.Trace(out)
+        size = os.path.getsize(target)
+        equal(size, 2 * 12288, "the file's size")
+        mpi, posix = {}, {}
+        for e in t.events:
+            a = e["args"]
+            if t.file(a) != target or e["name"] not in ("pwrite", "MPI_File_write_at",
+                                                         "MPI_File_write_at_all"):
+                continue
+            moved = analysis.counter_bytes(a) if e["ph"] == "C" else analysis.moved_bytes(a, e["name"])
+            side = mpi if e["cat"] == "MPIIO" else posix
+            side[e["name"]] = side.get(e["name"], 0) + moved
+        equal(mpi, {"MPI_File_write_at": 2 * 4096, "MPI_File_write_at_all": 2 * 8192},
+              "%s mode: bytes moved by the MPI-IO writes (MPI_STATUS_IGNORE)" % mode)
+        equal(posix, {"pwrite": size}, "%s mode: bytes moved by the pwrites under them" % mode)
+        if mode == "trace":
+            by_id = {(e["pid"], e["id"]): e for e in t.events if e["ph"] == "X"}
+            parents = sorted(by_id[(e["pid"], e["args"]["p_idx"])]["name"] for e in t.events
+                             if e["ph"] == "X" and e["name"] == "pwrite" and t.file(e["args"]) == target)
+            equal(parents, ["MPI_File_write_at"] * 2 + ["MPI_File_write_at_all"] * 2,
+                  "each pwrite nested under its MPI-IO call")
 
 dctest.finish()
