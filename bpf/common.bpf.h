@@ -31,8 +31,8 @@ struct dc_frame {
 	__u64 sp;       /* user rsp at entry (the return address's slot), 0: not known
 			   (kernel-side frames); bpf/datacrumbs.h "Return instructions" */
 	__u64 fino;     /* the fd's inode when it is a pipe or socket (fkind), read at entry */
-	__u64 fdev;
-	__u32 fkind;    /* DC_F_PIPE, DC_F_SOCKET or 0 */
+	__u64 fino2;    /* the same for the second fd (DC_F_PIPE2, DC_F_SOCKET2) */
+	__u32 fkind;    /* DC_F_PIPE, DC_F_SOCKET, DC_F_PIPE2, DC_F_SOCKET2 or 0 */
 	__u32 pad2;
 };
 
@@ -567,7 +567,12 @@ static __always_inline int call_enter_at(__u64 cookie, __u64 sp, __u64 a0, __u64
 	if (pi && (pi->key == DC_PK_FD || pi->key == DC_PK_AUXFD) && (!profile_ns || pi->record)) {
 		long fd = pi->key == DC_PK_FD ? (long)(int)arg_at(f, pi->k1)
 			: f->aux_ok ? (long)(int)f->aux : -1;
-		f->fkind = fd_special(fd, &f->fino, &f->fdev);
+		__u64 dev;
+		f->fkind = fd_special(fd, &f->fino, &dev);
+		if (pi->key == DC_PK_FD && pi->k2) {
+			__u32 k = fd_special((long)(int)arg_at(f, pi->k2 - 1), &f->fino2, &dev);
+			f->fkind |= k == DC_F_PIPE ? DC_F_PIPE2 : k == DC_F_SOCKET ? DC_F_SOCKET2 : 0;
+		}
 	}
 	f->sp = sp;
 	f->moves = moves;
@@ -606,8 +611,8 @@ static __always_inline void fill_call(struct dc_event *e, struct dc_frame *f, __
 	e->dev = 0;
 	if (f->fkind) { /* a pipe's or socket's fd (call_enter_at) */
 		e->flags |= f->fkind;
-		e->ino = f->fino;
-		e->dev = f->fdev;
+		e->ino = f->fkind & (DC_F_PIPE | DC_F_SOCKET) ? f->fino : 0;
+		e->dev = f->fkind & (DC_F_PIPE2 | DC_F_SOCKET2) ? f->fino2 : 0;
 	}
 	e->aux = f->aux_ok ? f->aux : 0;
 	for (int i = 0; i < DC_MAX_ARGS; i++)

@@ -199,8 +199,11 @@ struct dc_event {
 			       thread saw its frame dead: dur up to then, no ret (written
 			       with "unwound": 1); "Return instructions" above */
 #define DC_F_PIPE       32  /* the call's fd (dc_pinfo key: args[k1] or a FILE's) is a pipe
-			       (pipefs, PIPEFS_MAGIC): ino/dev are its inode, read at entry */
+			       (pipefs, PIPEFS_MAGIC): ino is its inode, read at entry */
 #define DC_F_SOCKET     64  /* the same for a socket (sockfs, SOCKFS_MAGIC) */
+#define DC_F_PIPE2      128 /* its second fd (dc_pinfo k2: splice's fd_out) is a pipe: dev
+			       holds that pipe's inode (a pipe needs no device to be named) */
+#define DC_F_SOCKET2    256 /* the same for a socket */
 #define DC_PIPEFS_MAGIC 0x50495045 /* include/uapi/linux/magic.h */
 #define DC_SOCKFS_MAGIC 0x534F434B
 
@@ -271,7 +274,8 @@ enum dc_pmoved {        /* the bytes a call moved, from its return value (the ru
 struct dc_pinfo {
 	unsigned char record;  /* 1: sent as a record even in profile mode (it names a path
 				  or changes the fd tables: the user side needs it) */
-	unsigned char key, k1, k2;  /* enum dc_pkey and its argument indexes */
+	unsigned char key, k1, k2;  /* enum dc_pkey and its argument indexes; for DC_PK_FD, k2
+				       is 1 + the index of a second fd argument (0: none) */
 	unsigned char bytes, b1, b2; /* enum dc_pbytes and its argument indexes */
 	unsigned char hopen;   /* the call opens a handle: 1 the aux value (MPI_File_open's,
 				  when it returns 0), 2 the return value (opendir, non-NULL) */

@@ -1020,6 +1020,8 @@ static struct dc_pinfo pinfo_of(const struct dc_probe *p)
 			if (!pi.key) {
 				pi.key = DC_PK_FD;
 				pi.k1 = i;
+			} else if (pi.key == DC_PK_FD && !pi.k2) {
+				pi.k2 = i + 1; /* splice's fd_out: a pipe of it is named too */
 			}
 			break;
 		case DC_ARG_FILE:

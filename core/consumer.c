@@ -621,6 +621,11 @@ static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
 	}
 	/* a call on two files (copy_file_range, sendfile, splice): the second one's path */
 	const char *p2 = d->fd2i >= 0 ? dc_files_fd_at(pf, (int)e->args[d->fd2i], e->ts) : NULL;
+	if (!p2 && d->fd2i >= 0 && (e->flags & (DC_F_PIPE2 | DC_F_SOCKET2))) {
+		snprintf(special, sizeof(special), "%s:[%llu]", e->flags & DC_F_PIPE2 ? "pipe" :
+			 "socket", (unsigned long long)e->dev);
+		p2 = special;
+	}
 	r->path2 = p2 ? dc_rec_keep(r, p2, strlen(p2)) : NULL;
 	if (epath2 && !r->path2)
 		r->path2 = second_path(c, pf, r, e, epath2, d);
