@@ -361,6 +361,10 @@ static __always_inline __s64 moved_of(const struct dc_pinfo *pi, long ret, __s64
 		return r > 0 && size > 0 ? r * size : 0;
 	case DC_PM_ERRCODE:
 		return has_bytes && (int)ret == 0 && bytes > 0 ? bytes : 0;
+	case DC_PM_ASKED:
+		return has_bytes && (int)ret >= 0 && bytes > 0 ? bytes : 0;
+	case DC_PM_ONE:
+		return (int)ret >= 0 ? 1 : 0;
 	}
 	return 0;
 }
@@ -386,8 +390,10 @@ static __always_inline void agg_key_bytes(const struct dc_pinfo *pi, const __u64
 	k->fdev = 0;
 	switch (pi->key) {
 	case DC_PK_FD:
-	case DC_PK_AUXFD: {
-		long fd = pi->key == DC_PK_FD ? (long)(int)a1 : (aux_ok ? (long)(int)aux : -1);
+	case DC_PK_AUXFD:
+	case DC_PK_STREAM: {
+		long fd = pi->key == DC_PK_FD ? (long)(int)a1 : pi->key == DC_PK_STREAM ? pi->k1 :
+			  (aux_ok ? (long)(int)aux : -1);
 		__u32 special = fd_special(fd, &k->fkey, &k->fdev);
 		if (special) { /* a pipe or socket: named by its inode alone */
 			k->kind = special == DC_F_PIPE ? DC_AGG_PIPE : DC_AGG_SOCKET;
@@ -564,8 +570,10 @@ static __always_inline int call_enter_at(__u64 cookie, __u64 sp, __u64 a0, __u64
 	 * in profile mode only for calls that travel as records (the rest are keyed by
 	 * agg_key_bytes) */
 	f->fkind = 0;
-	if (pi && (pi->key == DC_PK_FD || pi->key == DC_PK_AUXFD) && (!profile_ns || pi->record)) {
+	if (pi && (pi->key == DC_PK_FD || pi->key == DC_PK_AUXFD || pi->key == DC_PK_STREAM) &&
+	    (!profile_ns || pi->record)) {
 		long fd = pi->key == DC_PK_FD ? (long)(int)arg_at(f, pi->k1)
+			: pi->key == DC_PK_STREAM ? (long)pi->k1
 			: f->aux_ok ? (long)(int)f->aux : -1;
 		__u64 dev;
 		f->fkind = fd_special(fd, &f->fino, &dev);
@@ -746,12 +754,22 @@ static __always_inline void call_return(__u64 cookie, long ret)
 	if (top > d) /* the frames above this probe's own */
 		dc_unwind(st, 0, DC_UW_POP, d + 1);
 	__u64 parent = d > 0 ? st->f[(d - 1) & (DC_MAX_DEPTH - 1)].id : 0;
-	__u32 path = DC_COOKIE_PATH(cookie) - 1;
+	__u32 path = DC_COOKIE_PATH(cookie) - 1, probe = DC_COOKIE_PROBE(cookie), zero = 0;
 	if (cookie >> 32)
 		return_reads(cookie, f, ret);
-	if (profile_ns) { /* one lookup of the probe's profile description per call */
-		__u32 probe = DC_COOKIE_PROBE(cookie);
-		struct dc_pinfo *pi = bpf_map_lookup_elem(&pinfo, &probe);
+	/* one lookup of the probe's description per call: profile mode, a second string, a
+	 * string's length as the bytes asked */
+	struct dc_pinfo *pi = bpf_map_lookup_elem(&pinfo, &probe);
+	struct dc_path2_event *sc = NULL;
+	if (pi && pi->slen >= 1 && pi->slen <= DC_MAX_ARGS) {
+		/* fputs: the string's length, read at return (the call has read it, so its
+		 * page is resident; at entry a literal's page may not be yet) */
+		sc = bpf_map_lookup_elem(&scratch, &zero);
+		long n = sc ? bpf_probe_read_user_str(sc->path2, sizeof(sc->path2),
+						       (const void *)arg_at(f, pi->slen - 1)) : 0;
+		f->iov_bytes = n > 0 ? n - 1 + pi->slen_add : 0;
+	}
+	if (profile_ns) {
 		note_handle(pi, tgid, f, ret);
 		if (profile_call(pi, probe, tgid, f->ts, now, f->args, f->aux, f->aux_ok,
 				 f->iov_bytes, ret, 1)) {
@@ -760,14 +778,9 @@ static __always_inline void call_return(__u64 cookie, long ret)
 		}
 	}
 
-	__u32 zero = 0;
-	struct dc_path2_event *sc = path < DC_MAX_ARGS ? bpf_map_lookup_elem(&scratch, &zero) : NULL;
-	__u32 p2 = 0;
-	if (sc) { /* a second string (rename's newpath): the probe's description says which */
-		__u32 probe = DC_COOKIE_PROBE(cookie);
-		struct dc_pinfo *pi = bpf_map_lookup_elem(&pinfo, &probe);
-		p2 = pi ? pi->path2 : 0;
-	}
+	sc = path < DC_MAX_ARGS ? bpf_map_lookup_elem(&scratch, &zero) : NULL;
+	/* a second string (rename's newpath): the probe's description says which */
+	__u32 p2 = sc && pi ? pi->path2 : 0;
 	if (sc && p2 >= 1 && p2 <= DC_MAX_ARGS) {
 		long n = bpf_probe_read_user_str(sc->path, sizeof(sc->path),
 						 (const void *)f->args[path]);

@@ -251,6 +251,7 @@ enum dc_pkey {          /* what names the file of a call */
 	DC_PK_HANDLE,       /* args[k1] is a handle (DIR *, MPI_File) */
 	DC_PK_AUXHANDLE,    /* aux is a handle */
 	DC_PK_INODE,        /* args[k1] is an inode number, args[k2] its device */
+	DC_PK_STREAM,       /* the fd is k1 itself: a standard stream's (printf: stdout, 1) */
 };
 enum dc_pbytes {        /* the call's bytes: the `count` its trace event carries */
 	DC_PB_NONE = 0,
@@ -270,6 +271,9 @@ enum dc_pmoved {        /* the bytes a call moved, from its return value (the ru
 	DC_PM_RETANY,       /* ret when >= 0, no count to bound it (fprintf, getline) */
 	DC_PM_ITEMS,        /* ret (items) x args[b1] (fread, fwrite: the size) */
 	DC_PM_ERRCODE,      /* the bytes asked when ret is 0 (MPI_SUCCESS: all moved) */
+	DC_PM_ASKED,        /* the bytes asked when (int)ret >= 0 (fputs, puts: nonnegative on
+			       success, EOF on error; glibc's fputs returns 1) */
+	DC_PM_ONE,          /* 1 when (int)ret >= 0 (fputc, fgetc: the byte, or EOF) */
 };
 struct dc_pinfo {
 	unsigned char record;  /* 1: sent as a record even in profile mode (it names a path
@@ -286,6 +290,10 @@ struct dc_pinfo {
 	unsigned char path2;   /* 1 + index of a second string argument (rename's newpath,
 				  symlink's target), read at return after the cookie's path
 				  into a struct dc_path2_event; 0: none */
+	unsigned char slen;    /* 1 + index of a string argument whose length (+ slen_add)
+				  is the bytes asked, read at entry into dc_frame.iov_bytes
+				  (fputs, puts); 0: none */
+	unsigned char slen_add;
 };
 
 /* What names the file of an aggregate (dc_agg_key.kind). */

@@ -843,7 +843,9 @@ enum dc_pbytes dc_probe_bytes(const struct dc_probe *p, unsigned char *b1, unsig
 		const struct dc_arg *a = &f->args[i];
 		switch (a->kind) {
 		case DC_ARG_IOV:
-			kind = DC_PB_IOV;
+		case DC_ARG_TEXT:
+		case DC_ARG_LINE:
+			kind = DC_PB_IOV; /* the iovec sum, or the string's length: iov_bytes */
 			break;
 		case DC_ARG_LONG:
 		case DC_ARG_INT:
@@ -887,8 +889,17 @@ enum dc_pbytes dc_probe_bytes(const struct dc_probe *p, unsigned char *b1, unsig
 
 enum dc_pmoved dc_probe_moved(const struct dc_probe *p, enum dc_pbytes bytes)
 {
-	static const char *const ret_is_bytes[] = { "fprintf", "vfprintf", "getline", "getdelim" };
+	static const char *const ret_is_bytes[] = { "fprintf", "vfprintf", "getline", "getdelim",
+						    "printf", "vprintf", "dprintf", "vdprintf" };
+	static const char *const one_byte[] = { "fputc", "putc", "putchar", "fgetc", "getc",
+						"getchar" };
 	const struct dc_func *f = p->func;
+	for (int i = 0; i < f->nargs; i++)
+		if (f->args[i].kind == DC_ARG_TEXT || f->args[i].kind == DC_ARG_LINE)
+			return DC_PM_ASKED; /* fputs, puts: nonnegative on success */
+	for (size_t i = 0; i < sizeof(one_byte) / sizeof(one_byte[0]); i++)
+		if (f->ret_kind == DC_RET_INT && !strcmp(f->name, one_byte[i]))
+			return DC_PM_ONE;
 	int returns = f->ret_kind == DC_RET_INT || f->ret_kind == DC_RET_LONG;
 	if (p->mech == DC_MECH_TRACEPOINT && f->ret_kind != DC_RET_LONG)
 		return DC_PM_NONE; /* a kernel event (page cache, block): no return value */
@@ -1016,6 +1027,11 @@ static struct dc_pinfo pinfo_of(const struct dc_probe *p)
 		case DC_ARG_TARGET:
 			pi.path2 = i + 1;
 			break;
+		case DC_ARG_TEXT:
+		case DC_ARG_LINE:
+			pi.slen = i + 1;
+			pi.slen_add = a->kind == DC_ARG_LINE;
+			break;
 		case DC_ARG_FD:
 			if (!pi.key) {
 				pi.key = DC_PK_FD;
@@ -1049,6 +1065,10 @@ static struct dc_pinfo pinfo_of(const struct dc_probe *p)
 		pi.key = DC_PK_INODE;
 		pi.k1 = ino;
 		pi.k2 = dev;
+	}
+	if (f->stream && !pi.key) { /* printf: stdout's fd */
+		pi.key = DC_PK_STREAM;
+		pi.k1 = f->stream - 1;
 	}
 	pi.record = pi.record != 0;
 	pi.bytes = dc_probe_bytes(p, &pi.b1, &pi.b2);

@@ -106,7 +106,9 @@ enum dc_pbytes dc_probe_bytes(const struct dc_probe *p, unsigned char *b1, unsig
  * nmemb (fread: ret items), ERRCODE for an MPI count with `ret: errcode` (MPI_SUCCESS: all
  * asked moved), RET for any other count when the function returns one (`ret: int` or
  * `long`; a tracepoint only with `ret: long`), RETANY for fprintf, vfprintf, getline,
- * getdelim (ret is the bytes, fprintf(3), getline(3)), else NONE. */
+ * getdelim, printf, vprintf, dprintf, vdprintf (ret is the bytes, fprintf(3), getline(3)),
+ * ASKED for a `text` or `line` argument (fputs, puts: all asked on a nonnegative ret),
+ * ONE for fputc, putc, putchar, fgetc, getc, getchar (a byte, or EOF), else NONE. */
 enum dc_pmoved dc_probe_moved(const struct dc_probe *p, enum dc_pbytes bytes);
 
 /* The probe table, indexed by DC_COOKIE_PROBE of an event. */

@@ -297,6 +297,10 @@ static int64_t record_moved(const struct dc_record *r, const struct dc_probe *pr
 		return ret > 0 ? ret : 0;
 	case DC_PM_ITEMS:
 		return ret > 0 && size > 0 ? ret * size : 0;
+	case DC_PM_ASKED:
+		return asked > 0 && (int)ret >= 0 ? asked : 0;
+	case DC_PM_ONE:
+		return (int)ret >= 0 ? 1 : 0;
 	case DC_PM_ERRCODE:
 		for (int i = 0; i < pr->func->nargs; i++)
 			if (pr->func->args[i].kind == DC_ARG_STATUS)
@@ -391,6 +395,11 @@ static void record_args(struct dc_consumer *c, struct dc_record *r, const struct
 		case DC_ARG_TARGET:
 			d->target = 1;
 			break;
+		case DC_ARG_TEXT: /* its length, read by BPF */
+		case DC_ARG_LINE:
+			if (!(e->flags & (DC_F_UNFINISHED | DC_F_UNWOUND | DC_F_ENTRY)))
+				dc_rec_int(r, "count", (int64_t)e->iov_bytes);
+			break;
 		case DC_ARG_INT:
 		case DC_ARG_IOVCNT:
 			dc_rec_int(r, a->name, (int)v);
@@ -470,6 +479,8 @@ static void record_args(struct dc_consumer *c, struct dc_record *r, const struct
 	}
 	if (f->effect == DC_FX_FOPEN)
 		d->fd = aux && (int)e->aux >= 0 ? (int)e->aux : -1; /* the returned FILE's */
+	if (f->stream && d->fd < 0 && d->fdi < 0)
+		d->fd = f->stream - 1; /* printf: stdout's */
 	if (d->fd >= 0)
 		dc_rec_int(r, "fd", d->fd);
 	record_count(r, pr, &c->bytes[e->probe], e);

@@ -226,6 +226,11 @@ int dc_files_from_proc(int pid)
 			continue;
 		target[n] = 0;
 		dc_files_set_fd(p, strtol(de->d_name, NULL, 10), target);
+		/* the inode too (the open file itself, through the /proc link): profile mode
+		 * keys an inherited fd's calls (stdout to a file) by it */
+		struct stat st;
+		if (target[0] == '/' && !stat(link, &st))
+			dc_files_set_inode(st.st_dev, st.st_ino, target);
 	}
 	closedir(d);
 	return 0;

@@ -15,7 +15,8 @@ struct dc_proc_files *dc_files_find(int pid);
 void dc_files_fork(int parent, int child);
 /* The process exited: forget it. */
 void dc_files_exit(int pid);
-/* Fills the state from /proc/PID/cwd and /proc/PID/fd (a process we did not see start).
+/* Fills the state from /proc/PID/cwd and /proc/PID/fd (a process we did not see start),
+ * and the inode table from the files its fds hold.
  * Returns 0, or -1 when /proc/PID cannot be read. */
 int dc_files_from_proc(int pid);
 /* Forgets everything (end of run). */

@@ -26,11 +26,11 @@ static const struct { const char *name; enum dc_arg_kind kind; } arg_kinds[] = {
 	{ "handle", DC_ARG_HANDLE }, { "handle_in", DC_ARG_HANDLE_IN },
 	{ "handle_out", DC_ARG_HANDLE_OUT }, { "long_out", DC_ARG_LONG_OUT },
 	{ "elems", DC_ARG_ELEMS },  { "datatype", DC_ARG_DATATYPE }, { "status", DC_ARG_STATUS },
-	{ "target", DC_ARG_TARGET },
+	{ "target", DC_ARG_TARGET }, { "text", DC_ARG_TEXT }, { "line", DC_ARG_LINE },
 };
-#define KINDS_LIST "int, uint, long, mode, fd, dirfd, path, target, iov, iovcnt, dir, ino, " \
-	"dev, file, str, size, nmemb, handle, handle_in, handle_out, long_out, elems, " \
-	"datatype, status, _"
+#define KINDS_LIST "int, uint, long, mode, fd, dirfd, path, target, text, line, iov, " \
+	"iovcnt, dir, ino, dev, file, str, size, nmemb, handle, handle_in, handle_out, " \
+	"long_out, elems, datatype, status, _"
 
 static const struct { const char *name; enum dc_effect fx; } effects[] = {
 	{ "open", DC_FX_OPEN },         { "close", DC_FX_CLOSE },   { "dup", DC_FX_DUP },
@@ -266,6 +266,7 @@ static int parse_arg(struct ctx *c, const yaml_node_t *n, struct dc_arg *a)
 static int parse_args(struct ctx *c, const yaml_node_t *n, struct dc_func *f)
 {
 	static const enum dc_arg_kind once[] = { DC_ARG_IOV, DC_ARG_IOVCNT, DC_ARG_TARGET,
+						 DC_ARG_TEXT, DC_ARG_LINE,
 						 DC_ARG_DIR, DC_ARG_STR, DC_ARG_SIZE,
 						 DC_ARG_NMEMB, DC_ARG_ELEMS, DC_ARG_DATATYPE };
 	yaml_node_item_t *it;
@@ -306,6 +307,9 @@ static int parse_args(struct ctx *c, const yaml_node_t *n, struct dc_func *f)
 			    "link it is resolved against)");
 	if (count[DC_ARG_DIRFD] > 2)
 		return fail(c, node_line(n), "more than two 'dirfd' arguments (one per path)");
+	if (count[DC_ARG_TEXT] + count[DC_ARG_LINE] + count[DC_ARG_IOV] > 1)
+		return fail(c, node_line(n), "more than one argument of kinds text, line, iov "
+			    "(one byte count is read per call)");
 	if (count[DC_ARG_IOV] != count[DC_ARG_IOVCNT])
 		return fail(c, node_line(n), "an 'iov' argument needs an 'iovcnt' argument "
 			    "and the other way round");
@@ -438,6 +442,16 @@ static int func_field(struct ctx *c, const char *key, const yaml_node_t *k,
 		if ((f->returns = dc_returns_parse(buf)) < 0)
 			return fail(c, node_line(v), "unknown returns '%s' (auto, hijack, "
 				    "instructions or none)", buf);
+	} else if (strcmp(key, "stream") == 0) {
+		char buf[32];
+
+		if (get_string(c, "stream", v, buf, sizeof buf) != 0)
+			return -1;
+		if (strcmp(buf, "stdin") && strcmp(buf, "stdout") && strcmp(buf, "stderr"))
+			return fail(c, node_line(v), "unknown stream '%s' (stdin, stdout or stderr)",
+				    buf);
+		/* their fds 0, 1, 2 (stdin(3)) */
+		f->stream = 1 + (!strcmp(buf, "stdin") ? 0 : !strcmp(buf, "stdout") ? 1 : 2);
 	} else if (strcmp(key, "ret") == 0) {
 		char buf[32];
 
@@ -456,7 +470,7 @@ static int func_field(struct ctx *c, const char *key, const yaml_node_t *k,
 static int parse_func(struct ctx *c, const yaml_node_t *n, struct dc_func *f)
 {
 	static const char *const keys[] = { "name", "symbol", "syscall", "args", "effect", "ret",
-					    "returns", NULL };
+					    "returns", "stream", NULL };
 	struct func_parse fp = { f, NULL, 0 };
 	size_t i;
 

@@ -43,6 +43,10 @@ enum dc_arg_kind {
 	DC_ARG_TARGET,   /* a symlink's content (symlink(2)'s target): a second string read
 			    at return, resolved against the directory of the call's `path`
 			    (the link); gives path2 (fhash2) */
+	DC_ARG_TEXT,     /* a NUL-terminated string the call writes (fputs' s): count is its
+			    length, read in BPF at entry (up to DC_PATH_MAX - 1 bytes) */
+	DC_ARG_LINE,     /* the same for a string written with a newline after it (puts(3)):
+			    count is its length + 1 */
 	DC_ARG_NKINDS
 };
 
@@ -107,6 +111,8 @@ struct dc_func {
 				   (core/resolve.c dc_noret_name; bpf/datacrumbs.h bit 30) */
 	int returns;            /* `returns:` how its return is seen, enum dc_returns
 				   (core/retsite.h): 0 auto, chosen per function */
+	int stream;             /* `stream:` 1 + the fd of the standard stream the call works
+				   on without a FILE * argument (printf: stdout, 2), 0: none */
 };
 
 /* How a layer's functions are probed (`mechanism:`). */

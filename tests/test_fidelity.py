@@ -7,7 +7,9 @@ name in trace and profile mode. Pipes and sockets are named as the kernel names 
 (pipe:[N], socket:[N]) in both modes, also their close; tar -x's writes name their files.
 MPI-IO writes with MPI_STATUS_IGNORE (tests/progs/prog_mpi_ignore.c, Debian's Open MPI,
 2 ranks, io_all.lua) move their count: the file's MPI-IO bytes equal its nested pwrites'
-and its size, in both modes."""
+and its size, in both modes. A program's stdout writes through printf, vprintf, puts,
+putchar, fputs, putc and dprintf (tests/progs/prog_stdout.c) are STDIO events on the file
+stdout is, whose bytes moved are the file's size in both modes, as are its nested writes'."""
 import os
 import sys
 
@@ -234,5 +236,35 @@ else:
                              if e["ph"] == "X" and e["name"] == "pwrite" and t.file(e["args"]) == target)
             equal(parents, ["MPI_File_write_at"] * 2 + ["MPI_File_write_at_all"] * 2,
                   "each pwrite nested under its MPI-IO call")
+
+# 7. stdout through the STDIO layer: every call's bytes, the file's size in both modes
+prog = os.environ.get("PROG_STDOUT", "build/tests/prog_stdout")
+WANT_STDOUT = {"printf": 6, "puts": 6, "putchar": 1, "fputs": 3, "vprintf": 5, "putc": 1,
+               "fflush": 0, "dprintf": 3}
+for mode in ("trace", "profile"):
+    d = dctest.workdir("fidelity-stdout-" + mode)
+    out, target = os.path.join(d, "t.pfw.gz"), os.path.join(d, "stdout.txt")
+    opts = ["--mode", "profile", "--interval", "10s"] if mode == "profile" else []
+    with open(target, "w") as so:
+        r = subprocess.run([dctest.DATACRUMBS, "run", "-o", out] + opts + ["io_all.lua", "--", prog],
+                           stdout=so, stderr=subprocess.PIPE, text=True, timeout=300)
+    equal(r.returncode, 0, "stdout %s: exit status (stderr: %s)" % (mode, r.stderr.strip()))
+    dctest.check_pfw(out)
+    t = analysis.Trace(out)
+    size = os.path.getsize(target)
+    equal(size, 25, "the program's stdout")
+    got, posix = {}, 0
+    for e in t.events:
+        a = e["args"]
+        if t.file(a) != target:
+            continue
+        moved = analysis.counter_bytes(a) if e["ph"] == "C" else analysis.moved_bytes(a, e["name"])
+        if e["cat"] == "STDIO":
+            got[e["name"]] = got.get(e["name"], 0) + moved
+        elif e["cat"] == "POSIX" and e["name"] == "write":
+            posix += moved
+    equal(got, WANT_STDOUT, "%s mode: bytes moved by each STDIO call on stdout" % mode)
+    equal(sum(got.values()), size, "%s mode: the STDIO calls' bytes are the file's size" % mode)
+    equal(posix, size, "%s mode: the writes under them move the same bytes" % mode)
 
 dctest.finish()

@@ -235,9 +235,9 @@ static const struct { const char *file, *error; } bad[] = {
 	  "program or never fires, so it cannot be probed" },
 	{ "probes_bad_top_key.yaml", ":3: unknown field 'libary'" },
 	{ "probes_bad_kind.yaml", ":9: unknown argument kind 'short' in 'short count' "
-	  "(kinds: int, uint, long, mode, fd, dirfd, path, target, iov, iovcnt, dir, ino, dev, "
-	  "file, str, size, nmemb, handle, handle_in, handle_out, long_out, elems, datatype, "
-	  "status, _)" },
+	  "(kinds: int, uint, long, mode, fd, dirfd, path, target, text, line, iov, iovcnt, dir, "
+	  "ino, dev, file, str, size, nmemb, handle, handle_in, handle_out, long_out, elems, "
+	  "datatype, status, _)" },
 	{ "probes_bad_too_many_args.yaml", ":16: function 'seven' has more than 6 arguments" },
 	{ "probes_bad_duplicate.yaml", ":12: duplicate function 'open' (first at line 5)" },
 	{ "probes_bad_effect.yaml", ":7: unknown effect 'reopen' (effects: open, close, dup, "

@@ -21,7 +21,12 @@ import zlib
 
 TRACER_CATS = ("datacrumbs", "dftracer")
 # calls without a count whose ret is the bytes they moved (printf(3), getline(3))
-RET_IS_BYTES = {"fprintf", "vfprintf", "getline", "getdelim"}
+RET_IS_BYTES = {"fprintf", "vfprintf", "getline", "getdelim", "printf", "vprintf", "dprintf",
+                "vdprintf"}
+# calls that move their whole count when ret >= 0 (fputs(3), puts(3): glibc's fputs returns 1)
+RET_OK_IS_COUNT = {"fputs", "puts"}
+# calls that move one byte when ret >= 0 (fputc(3), fgetc(3): the byte, or EOF)
+ONE_BYTE = {"fputc", "putc", "putchar", "fgetc", "getc", "getchar"}
 
 
 def raw_text(path, state=None):
@@ -70,14 +75,19 @@ def records(path, state=None):
 def moved_bytes(a, name=None):
     """The bytes a complete event's call moved, 0 when unknown: an MPI-IO call's `bytes`
     (its MPI_Status), or its `count` when it returned MPI_SUCCESS (0) with no status
-    (MPI_STATUS_IGNORE), fread/fwrite's ret x size, fprintf's and getline's ret, else ret
-    when 0 < ret <= count. The rule of core/attach.c dc_probe_moved, which profile mode
+    (MPI_STATUS_IGNORE), fread/fwrite's ret x size, the printf family's and getline's ret,
+    fputs' and puts' count when ret >= 0, fputc's and fgetc's 1 byte when ret >= 0, else
+    ret when 0 < ret <= count. The rule of core/attach.c dc_probe_moved, which profile mode
     sums as `moved_sum`."""
     ret = a.get("ret")
     if isinstance(a.get("bytes"), int):
         return max(a["bytes"], 0)
     if (name or "").startswith("MPI_File_") and ret == 0 and isinstance(a.get("count"), int):
         return max(a["count"], 0)
+    if name in ONE_BYTE:
+        return 1 if isinstance(ret, int) and ret >= 0 else 0
+    if name in RET_OK_IS_COUNT and isinstance(ret, int) and ret >= 0:
+        return max(a.get("count", 0), 0)
     if not isinstance(ret, int) or ret <= 0:
         return 0
     if isinstance(a.get("nmemb"), int) and isinstance(a.get("size"), int):
