@@ -1011,7 +1011,7 @@ static struct dc_pinfo pinfo_of(const struct dc_probe *p)
 {
 	const struct dc_func *f = p->func;
 	struct dc_pinfo pi = { 0 };
-	int ino = -1, dev = -1;
+	int ino = -1, dev = -1, paths = 0;
 	pi.record = f->effect != DC_FX_NONE;
 	pi.moves = p->go;
 	pi.hopen = f->effect == DC_FX_HOPEN ? 1
@@ -1020,9 +1020,12 @@ static struct dc_pinfo pinfo_of(const struct dc_probe *p)
 		const struct dc_arg *a = &f->args[i];
 		switch (a->kind) {
 		case DC_ARG_PATH: /* the cookie has the first; a second one is path2 */
-			if (pi.record == 2 && !pi.path2)
+			if (paths++ == 1 && !pi.path2)
 				pi.path2 = i + 1;
-			pi.record = 2;
+			pi.record = 1;
+			break;
+		case DC_ARG_ADDR: /* msync: the consumer's mappings name its file */
+			pi.record = 1;
 			break;
 		case DC_ARG_TARGET:
 			pi.path2 = i + 1;
@@ -1070,7 +1073,6 @@ static struct dc_pinfo pinfo_of(const struct dc_probe *p)
 		pi.key = DC_PK_STREAM;
 		pi.k1 = f->stream - 1;
 	}
-	pi.record = pi.record != 0;
 	pi.bytes = dc_probe_bytes(p, &pi.b1, &pi.b2);
 	pi.moved = dc_probe_moved(p, pi.bytes);
 	pi.ret32 = f->ret_kind != DC_RET_LONG;

@@ -179,6 +179,8 @@ struct decoded {
 	int fd2i;            /* a second fd argument (copy_file_range's fd_out), -1 none */
 	int dirfd2i;         /* a second dirfd (renameat's newdirfd), -1 none */
 	int target;          /* the second string is a symlink's target (kind `target`) */
+	int addri;           /* an address in a mapping (msync's), -1 none */
+	int sizei;           /* the `long size` argument (mmap's length), -1 none */
 	int64_t fd;          /* a FILE *'s fd (aux), -1 none */
 	int has_handle;
 	uint64_t handle;     /* DIR *, MPI_File: the handle the event is about */
@@ -259,6 +261,14 @@ static void apply_effect(struct dc_consumer *c, struct dc_proc_files *pf,
 		break;
 	case DC_FX_RANK:
 		mark_rank(c, e->pid);
+		break;
+	case DC_FX_MMAP: /* MAP_ANONYMOUS (fd -1) maps no file, but replaces what was there */
+		if (d->sizei >= 0)
+			dc_files_map(pf, (uint64_t)ret, e->args[d->sizei], fd >= 0 ? fdpath : NULL);
+		break;
+	case DC_FX_MUNMAP:
+		if (d->sizei >= 0 && d->addri >= 0)
+			dc_files_unmap(pf, e->args[d->addri], e->args[d->sizei]);
 		break;
 	case DC_FX_NONE:
 		break;
@@ -408,7 +418,12 @@ static void record_args(struct dc_consumer *c, struct dc_record *r, const struct
 			dc_rec_int(r, a->name, (unsigned int)v);
 			break;
 		case DC_ARG_LONG:
+			if (!strcmp(a->name, "size"))
+				d->sizei = i;
 			dc_rec_int(r, a->name, (int64_t)v);
+			break;
+		case DC_ARG_ADDR: /* not written: its mapping's file gives fhash */
+			d->addri = i;
 			break;
 		case DC_ARG_MODE: /* open(2): mode is read only with O_CREAT or O_TMPFILE */
 			if (flagsi < 0 || (e->args[flagsi] & O_CREAT) ||
@@ -615,6 +630,8 @@ static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
 		r->path = dc_files_fd_at(pf, d->fd, e->ts);
 	} else if (d->has_handle) {
 		r->path = dc_files_dir(pf, d->handle);
+	} else if (d->addri >= 0) {
+		r->path = dc_files_mapped(pf, e->args[d->addri]);
 	}
 	if (!r->path && d->inoi >= 0 && d->devi >= 0) /* also an fd of no known file: an io_uring
 							fixed file's slot (-1) */
@@ -686,7 +703,7 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		pf = dc_files_get(e->pid);
 	}
 	struct dc_record *r = &c->rec;
-	struct decoded d = { -1, -1, -1, -1, -1, -1, 0, -1, 0, 0, 0, 0 };
+	struct decoded d = { -1, -1, -1, -1, -1, -1, 0, -1, -1, -1, 0, 0, 0, 0 };
 	record_head(c, r, pr, e);
 	record_args(c, r, pr, e, &d);
 	int64_t ret = record_ret(r, pr, e);
@@ -736,6 +753,8 @@ static void on_process(struct dc_consumer *c, const struct dc_event *e, const ch
 		break;
 	}
 	case DC_EV_EXEC:
+		if (dc_files_find(e->pid)) /* a new address space: no mappings */
+			dc_files_exec(dc_files_find(e->pid));
 		if (epath)
 			name_process(c, e->pid, base_name(epath));
 		if (e->args[0]) /* gained privileges: BPF stopped tracing it */

@@ -38,6 +38,15 @@ const char *dc_files_fd_at(const struct dc_proc_files *p, long fd, uint64_t ts);
 void dc_files_set_dir(struct dc_proc_files *p, uint64_t dirp, const char *abs);
 const char *dc_files_dir(const struct dc_proc_files *p, uint64_t dirp);
 
+/* Memory mappings of files: [start, start + len) maps path (mmap(2) of a file; path NULL:
+ * an anonymous mapping, which only replaces what was there); dc_files_unmap forgets the
+ * range (munmap(2)), dc_files_mapped gives the file mapped at addr, or NULL. A fork copies
+ * them; dc_files_exec forgets them all (execve(2) replaces the address space). */
+void dc_files_map(struct dc_proc_files *p, uint64_t start, uint64_t len, const char *path);
+void dc_files_unmap(struct dc_proc_files *p, uint64_t start, uint64_t len);
+const char *dc_files_mapped(const struct dc_proc_files *p, uint64_t addr);
+void dc_files_exec(struct dc_proc_files *p);
+
 /* (st_dev, st_ino) -> the path it was last opened by (any process), for kernel events
  * that only know the inode (page cache). dc_files_note_inode stat(2)s abs now. */
 void dc_files_note_inode(const char *abs);

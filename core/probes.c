@@ -27,8 +27,9 @@ static const struct { const char *name; enum dc_arg_kind kind; } arg_kinds[] = {
 	{ "handle_out", DC_ARG_HANDLE_OUT }, { "long_out", DC_ARG_LONG_OUT },
 	{ "elems", DC_ARG_ELEMS },  { "datatype", DC_ARG_DATATYPE }, { "status", DC_ARG_STATUS },
 	{ "target", DC_ARG_TARGET }, { "text", DC_ARG_TEXT }, { "line", DC_ARG_LINE },
+	{ "addr", DC_ARG_ADDR },
 };
-#define KINDS_LIST "int, uint, long, mode, fd, dirfd, path, target, text, line, iov, " \
+#define KINDS_LIST "int, uint, long, mode, fd, dirfd, path, target, text, line, addr, iov, " \
 	"iovcnt, dir, ino, dev, file, str, size, nmemb, handle, handle_in, handle_out, " \
 	"long_out, elems, datatype, status, _"
 
@@ -38,10 +39,11 @@ static const struct { const char *name; enum dc_effect fx; } effects[] = {
 	{ "fchdir", DC_FX_FCHDIR },     { "opendir", DC_FX_OPENDIR },
 	{ "fdopendir", DC_FX_FDOPENDIR }, { "closedir", DC_FX_CLOSEDIR },
 	{ "fopen", DC_FX_FOPEN },       { "fclose", DC_FX_FCLOSE }, { "hopen", DC_FX_HOPEN },
-	{ "hclose", DC_FX_HCLOSE },     { "rank", DC_FX_RANK },
+	{ "hclose", DC_FX_HCLOSE },     { "rank", DC_FX_RANK },     { "mmap", DC_FX_MMAP },
+	{ "munmap", DC_FX_MUNMAP },
 };
 #define EFFECTS_LIST "open, close, dup, dup2, fcntl, chdir, fchdir, opendir, fdopendir, " \
-	"closedir, fopen, fclose, hopen, hclose, rank"
+	"closedir, fopen, fclose, hopen, hclose, rank, mmap, munmap"
 
 /* What each effect needs among the arguments (checked so a mistake shows at load time,
  * not as a silently wrong fd table): count of arguments of one kind. */
@@ -53,6 +55,7 @@ static const struct { enum dc_effect fx; enum dc_arg_kind kind; int n; } effect_
 	{ DC_FX_FDOPENDIR, DC_ARG_FD, 1 },  { DC_FX_CLOSEDIR, DC_ARG_DIR, 1 },
 	{ DC_FX_FCLOSE, DC_ARG_FILE, 1 },   { DC_FX_HOPEN, DC_ARG_PATH, 1 },
 	{ DC_FX_HOPEN, DC_ARG_HANDLE_OUT, 1 }, { DC_FX_HCLOSE, DC_ARG_HANDLE_IN, 1 },
+	{ DC_FX_MMAP, DC_ARG_FD, 1 },       { DC_FX_MUNMAP, DC_ARG_ADDR, 1 },
 };
 
 /* State of one load: the file name for messages and the first error. */
@@ -266,7 +269,7 @@ static int parse_arg(struct ctx *c, const yaml_node_t *n, struct dc_arg *a)
 static int parse_args(struct ctx *c, const yaml_node_t *n, struct dc_func *f)
 {
 	static const enum dc_arg_kind once[] = { DC_ARG_IOV, DC_ARG_IOVCNT, DC_ARG_TARGET,
-						 DC_ARG_TEXT, DC_ARG_LINE,
+						 DC_ARG_TEXT, DC_ARG_LINE, DC_ARG_ADDR,
 						 DC_ARG_DIR, DC_ARG_STR, DC_ARG_SIZE,
 						 DC_ARG_NMEMB, DC_ARG_ELEMS, DC_ARG_DATATYPE };
 	yaml_node_item_t *it;

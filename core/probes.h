@@ -47,6 +47,8 @@ enum dc_arg_kind {
 			    length, read in BPF at entry (up to DC_PATH_MAX - 1 bytes) */
 	DC_ARG_LINE,     /* the same for a string written with a newline after it (puts(3)):
 			    count is its length + 1 */
+	DC_ARG_ADDR,     /* an address in a mapping (msync's addr): not written; the file an
+			    mmap mapped there gives fhash */
 	DC_ARG_NKINDS
 };
 
@@ -83,6 +85,8 @@ enum dc_effect {
 	DC_FX_HOPEN,    /* the handle stored through the `handle_out` arg names the path arg */
 	DC_FX_HCLOSE,   /* the `handle_in` argument's handle is closed */
 	DC_FX_RANK,     /* MPI_Init: the process is an MPI rank (process_name "Rank N") */
+	DC_FX_MMAP,     /* ret (an address) maps the fd argument's file over `size` bytes */
+	DC_FX_MUNMAP,   /* [the addr argument, + `size`) is unmapped */
 };
 
 struct dc_arg {

@@ -9,7 +9,10 @@ MPI-IO writes with MPI_STATUS_IGNORE (tests/progs/prog_mpi_ignore.c, Debian's Op
 2 ranks, io_all.lua) move their count: the file's MPI-IO bytes equal its nested pwrites'
 and its size, in both modes. A program's stdout writes through printf, vprintf, puts,
 putchar, fputs, putc and dprintf (tests/progs/prog_stdout.c) are STDIO events on the file
-stdout is, whose bytes moved are the file's size in both modes, as are its nested writes'."""
+stdout is, whose bytes moved are the file's size in both modes, as are its nested writes'.
+msync names the file its address's mapping was made from (tests/progs/prog_msync.c),
+after the fd's close and a partial munmap, in the POSIX and SYSCALL layers and in
+profile mode."""
 import os
 import sys
 
@@ -266,5 +269,24 @@ for mode in ("trace", "profile"):
     equal(got, WANT_STDOUT, "%s mode: bytes moved by each STDIO call on stdout" % mode)
     equal(sum(got.values()), size, "%s mode: the STDIO calls' bytes are the file's size" % mode)
     equal(posix, size, "%s mode: the writes under them move the same bytes" % mode)
+
+# 8. msync: the file the mmap that made the mapping mapped
+prog = os.environ.get("PROG_MSYNC", "build/tests/prog_msync")
+for layer, script, prefix, mode in (("POSIX", "io_posix.lua", "", "trace"),
+                                    ("SYSCALL", "io_syscalls.lua", "sys_", "trace"),
+                                    ("POSIX", "io_posix.lua", "", "profile")):
+    d = dctest.workdir("fidelity-msync-%s-%s" % (layer, mode))
+    target = os.path.join(d, "m.dat")
+    t = traced("msync-" + layer, mode, [prog, target], script)
+    calls = {}
+    for e in t.events:
+        if e["cat"] == layer and e["name"] in (prefix + "mmap", prefix + "msync", prefix + "munmap"):
+            k = (e["name"], t.file(e["args"]))
+            calls[k] = calls.get(k, 0) + (e["args"]["count"] if e["ph"] == "C" else 1)
+    calls = {k: v for k, v in calls.items()  # the loader's maps are not the program's
+             if k[0] == prefix + "msync" or k[1] == target}
+    equal(calls, {(prefix + "mmap", target): 1, (prefix + "msync", target): 3,
+                  (prefix + "munmap", target): 2},
+          "%s %s mode: the mmap, msync and munmap calls of the mapping, by file" % (layer, mode))
 
 dctest.finish()
