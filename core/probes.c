@@ -759,6 +759,7 @@ void dc_layer_free(struct dc_layer *l)
 	for (int i = 0; i < l->nglobs; i++)
 		free(l->globs[i]);
 	free(l->globs);
+	free(l->gtmpl);
 	free(l->funcs);
 	free(l);
 }

@@ -139,6 +139,8 @@ struct dc_layer {
 	char **globs;
 	int nglobs;
 	struct dc_func tmpl;
+	struct dc_func *gtmpl;  /* per glob (args given per entry of `functions`), NULL: every
+				   match is like tmpl */
 	struct dc_func *funcs;
 	int nfuncs;
 };
