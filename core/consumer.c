@@ -24,6 +24,12 @@ struct seen {
 	char name[48];  /* process name (tid 0 entries) */
 	int rank;       /* MPI rank from the environment at exec, -1 unknown */
 	int ranked;     /* its PR record is written */
+	int named;      /* its thread_name record is written (thread entries) */
+	unsigned next_kid;
+	/* thread entries: the bytes the reads nested in a still open call moved, by that
+	 * call's id (0: a free slot); a call's children arrive before it, and at most
+	 * DC_MAX_DEPTH calls of a thread are open at once */
+	uint64_t kid_parent[DC_MAX_DEPTH], kid_bytes[DC_MAX_DEPTH];
 };
 
 struct dc_consumer {
@@ -122,8 +128,9 @@ static void mark_rank(struct dc_consumer *c, int pid)
 static void see_thread(struct dc_consumer *c, int pid, int tid)
 {
 	int added;
-	seen_slot(c, (uint64_t)pid << 32 | (uint32_t)tid, &added);
-	if (added) {
+	struct seen *s = seen_slot(c, (uint64_t)pid << 32 | (uint32_t)tid, &added);
+	if (!s->named) {
+		s->named = 1;
 		char name[16];
 		snprintf(name, sizeof(name), "%d", tid);
 		dc_writer_meta(c->w, "thread_name", pid, tid, name, "thread_name");
@@ -659,12 +666,67 @@ static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
 		r->path2 = second_path(c, pf, r, e, epath2, d);
 }
 
+/* Is f a read, by its name (read, pread64, readv, preadv2, sys_read, __read_nocancel)? */
+static int is_read(const struct dc_func *f)
+{
+	const char *n = f->name;
+	if (!strncmp(n, "sys_", 4))
+		n += 4;
+	while (*n == '_')
+		n++;
+	return !strncmp(n, "read", 4) ? strncmp(n, "readlink", 8) && strncmp(n, "readdir", 7)
+	       : !strncmp(n, "pread", 5);
+}
+
+/* Trace mode: the bytes moved by the reads nested in a call, for the calls whose own
+ * result does not give their bytes (fscanf: ret is the items assigned). A finished read
+ * of thread (pid, tid) with parent id adds its bytes (moved >= 0) to its parent's slot;
+ * a call takes (and frees) its own slot: returns the bytes, or -1 when none nested. */
+static int64_t nested_reads(struct dc_consumer *c, const struct dc_record *r,
+			    const struct dc_probe *pr, const struct dc_event *e, int64_t moved,
+			    int finished)
+{
+	int added;
+	struct seen *s = seen_slot(c, (uint64_t)r->pid << 32 | (uint32_t)r->tid, &added);
+	int64_t mine = -1;
+	for (int i = 0; i < DC_MAX_DEPTH; i++)
+		if (s->kid_parent[i] == e->id) {
+			mine = (int64_t)s->kid_bytes[i];
+			s->kid_parent[i] = 0;
+		}
+	if (e->parent && finished && moved >= 0 && is_read(pr->func)) {
+		int at = -1;
+		for (int i = 0; i < DC_MAX_DEPTH && at < 0; i++)
+			if (s->kid_parent[i] == e->parent)
+				at = i;
+		for (int i = 0; i < DC_MAX_DEPTH && at < 0; i++)
+			if (!s->kid_parent[i])
+				at = i;
+		if (at < 0) /* slots of calls whose record never came: reuse the oldest */
+			at = s->next_kid++ % DC_MAX_DEPTH;
+		if (s->kid_parent[at] != e->parent) {
+			s->kid_parent[at] = e->parent;
+			s->kid_bytes[at] = 0;
+		}
+		s->kid_bytes[at] += (uint64_t)moved;
+	}
+	return mine;
+}
+
 /* Hands the record of a call on: into profile mode's aggregates (a call BPF could not
  * aggregate), or through the script's on_event to the trace, and into the run's totals. */
 static void deliver(struct dc_consumer *c, struct dc_record *r, const struct dc_probe *pr,
 		    const struct dc_event *e, int finished, int64_t ret)
 {
 	int64_t moved = record_moved(r, pr, &c->bytes[e->probe], e, ret, finished);
+	if (!c->profiling) { /* fscanf: its bytes are what the reads under it moved */
+		int64_t nested = nested_reads(c, r, pr, e, moved, finished);
+		if (nested >= 0 && finished && c->bytes[e->probe].moved == DC_PM_NONE &&
+		    strstr(pr->func->name, "scanf")) {
+			dc_rec_int(r, "bytes", nested);
+			moved = nested;
+		}
+	}
 	if (c->profiling) { /* a call BPF could not aggregate (it names a path); one that
 			       never returned is not a call to count */
 		if (finished)

@@ -12,7 +12,8 @@ putchar, fputs, putc and dprintf (tests/progs/prog_stdout.c) are STDIO events on
 stdout is, whose bytes moved are the file's size in both modes, as are its nested writes'.
 msync names the file its address's mapping was made from (tests/progs/prog_msync.c),
 after the fd's close and a partial munmap, in the POSIX and SYSCALL layers and in
-profile mode."""
+profile mode. fscanf's bytes are its nested reads' (tests/progs/prog_fscanf.c, io_all.lua):
+the file's size."""
 import os
 import sys
 
@@ -288,5 +289,23 @@ for layer, script, prefix, mode in (("POSIX", "io_posix.lua", "", "trace"),
     equal(calls, {(prefix + "mmap", target): 1, (prefix + "msync", target): 3,
                   (prefix + "munmap", target): 2},
           "%s %s mode: the mmap, msync and munmap calls of the mapping, by file" % (layer, mode))
+
+# 9. fscanf: ret is items; its bytes are those the reads nested in it moved
+prog = os.environ.get("PROG_FSCANF", "build/tests/prog_fscanf")
+d = dctest.workdir("fidelity-fscanf")
+target = os.path.join(d, "n.txt")
+t = traced("fscanf", "trace", [prog, target], "io_all.lua")
+size = os.path.getsize(target)
+equal(size, 48890, "the numbers' file")
+got = {}
+for e in t.events:
+    a = e["args"]
+    if e["ph"] == "X" and t.file(a) == target and e["name"] in ("__isoc99_fscanf", "fscanf", "read"):
+        c = got.setdefault((e["cat"], e["name"]), [0, 0])
+        c[0] += 1
+        c[1] += analysis.moved_bytes(a, e["name"])
+equal({k: v[1] for k, v in got.items()}, {("STDIO", "__isoc99_fscanf"): size, ("POSIX", "read"): size},
+      "fscanf's bytes (from its nested reads) and the reads' own: the file's size")
+equal(got.get(("STDIO", "__isoc99_fscanf"), [0])[0], 10001, "10,001 fscanf calls")
 
 dctest.finish()
