@@ -200,19 +200,23 @@ static __always_inline void fd_inode(long fd, __u64 *ino, __u64 *dev)
 static __always_inline __u32 fd_special(long fd, __u64 *ino, __u64 *dev)
 {
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
-	struct file **fds = BPF_CORE_READ(t, files, fdt, fd);
+	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt); /* each read once: this runs
+								 at every fd call's entry */
+	struct file **fds = BPF_CORE_READ(fdt, fd);
 	struct file *f = NULL;
 	*ino = 0;
 	*dev = 0;
-	if (fd < 0 || fd >= BPF_CORE_READ(t, files, fdt, max_fds) ||
+	if (fd < 0 || fd >= BPF_CORE_READ(fdt, max_fds) ||
 	    bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
 		return 0;
 	struct inode *i = BPF_CORE_READ(f, f_inode);
 	struct super_block *sb = BPF_CORE_READ(i, i_sb);
 	unsigned long magic = BPF_CORE_READ(sb, s_magic);
 	*ino = BPF_CORE_READ(i, i_ino);
+	if (magic == DC_PIPEFS_MAGIC || magic == DC_SOCKFS_MAGIC)
+		return magic == DC_PIPEFS_MAGIC ? DC_F_PIPE : DC_F_SOCKET; /* named by ino */
 	*dev = user_dev(BPF_CORE_READ(sb, s_dev));
-	return magic == DC_PIPEFS_MAGIC ? DC_F_PIPE : magic == DC_SOCKFS_MAGIC ? DC_F_SOCKET : 0;
+	return 0;
 }
 
 /* Reads the cookie's aux value through pointer p (+ the cookie's offset): 4 or 8 bytes.
