@@ -21,11 +21,18 @@
  *   cpu_ns       CPU time of the loop processes (user + system, the uprobe traps included)
  *   parent_cpu_ns CPU time our parent (the tracer, when it started us) spent meanwhile,
  *                summed over its threads from /proc/PPID/task/TID/schedstat; -1 if unknown
+ *   writer_cpu_ns the same for its threads named dc-writer (datacrumbs' writer thread:
+ *                compression and write(2); 0 for a tracer without one)
+ *   settled_cpu_ns, settled_writer_cpu_ns  with -D: the same two, up to the moment the
+ *                tracer's CPU time stopped growing after our timed part (the work our
+ *                calls gave it, backlog included); settle_ns: how long that took after
+ *                our last call (the drain time, to ~50 ms); without -D as above and 0
  */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -38,8 +45,9 @@ static long long now(clockid_t c)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* Run time of every thread of process pid, ns; -1 if /proc does not say. */
-static long long proc_cpu_ns(pid_t pid)
+/* Run time of every thread of process pid (only those named `only`, if not NULL: comm in
+ * /proc/PID/task/TID/comm), ns; -1 if /proc does not say. */
+static long long proc_cpu_ns(pid_t pid, const char *only)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
@@ -51,7 +59,17 @@ static long long proc_cpu_ns(pid_t pid)
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
-		char p[300];
+		char p[300], comm[64] = "";
+		if (only) {
+			snprintf(p, sizeof(p), "/proc/%d/task/%s/comm", (int)pid, de->d_name);
+			FILE *c = fopen(p, "r");
+			if (c && fgets(comm, sizeof(comm), c))
+				comm[strcspn(comm, "\n")] = '\0';
+			if (c)
+				fclose(c);
+			if (strcmp(comm, only) != 0)
+				continue;
+		}
 		snprintf(p, sizeof(p), "/proc/%d/task/%s/schedstat", (int)pid, de->d_name);
 		FILE *f = fopen(p, "r");
 		long long ns = 0;
@@ -71,11 +89,13 @@ static long long tv_ns(struct timeval tv)
 
 int main(int argc, char **argv)
 {
-	int use_fwrite = 0, hold = 0, opt;
+	int use_fwrite = 0, hold = 0, settle = 0, opt;
 	double rate = 0;
-	while ((opt = getopt(argc, argv, "fHr:")) != -1) {
+	while ((opt = getopt(argc, argv, "fHDr:")) != -1) {
 		if (opt == 'f')
 			use_fwrite = 1;
+		else if (opt == 'D')
+			settle = 1;
 		else if (opt == 'H')
 			hold = 1;
 		else if (opt == 'r')
@@ -86,7 +106,7 @@ int main(int argc, char **argv)
 	argc -= optind - 1;
 	argv += optind - 1;
 	if (argc < 3) {
-		fprintf(stderr, "usage: loop [-f] [-H] [-r RATE] N FILE [PROCS]\n");
+		fprintf(stderr, "usage: loop [-f] [-H] [-D] [-r RATE] N FILE [PROCS]\n");
 		return 2;
 	}
 	long n = atol(argv[1]);
@@ -107,7 +127,7 @@ int main(int argc, char **argv)
 		while (read(0, &c, 1) == 1 && c != '\n')
 			;
 	}
-	long long pcpu0 = proc_cpu_ns(parent);
+	long long pcpu0 = proc_cpu_ns(parent, NULL), wcpu0 = proc_cpu_ns(parent, "dc-writer");
 	long long rt0 = now(CLOCK_REALTIME), t0 = now(CLOCK_MONOTONIC);
 	for (int p = 0; p < procs; p++) {
 		pid_t pid = procs == 1 ? 0 : fork();
@@ -150,16 +170,37 @@ int main(int argc, char **argv)
 	while (procs > 1 && wait(&st) > 0)
 		failed |= !WIFEXITED(st) || WEXITSTATUS(st);
 	long long t1 = now(CLOCK_MONOTONIC), rt1 = now(CLOCK_REALTIME);
-	long long pcpu1 = proc_cpu_ns(parent);
+	long long pcpu1 = proc_cpu_ns(parent, NULL), wcpu1 = proc_cpu_ns(parent, "dc-writer");
+	/* -D: wait until the tracer has done the work our calls gave it (its CPU time grows by
+	 * less than 0.2 ms in 50 ms: drained, compressed, written), at most 60 s */
+	long long dcpu = pcpu1, dwcpu = wcpu1, settle_ns = 0;
+	if (settle && pcpu1 >= 0) {
+		long long prev = pcpu1, cur;
+		for (int k = 0; k < 1200; k++) {
+			struct timespec ts = { 0, 50000000 };
+			nanosleep(&ts, NULL);
+			cur = proc_cpu_ns(parent, NULL);
+			if (cur < 0 || cur - prev < 200000)
+				break;
+			prev = cur;
+			settle_ns = now(CLOCK_MONOTONIC) - t1;
+		}
+		dcpu = prev;
+		dwcpu = proc_cpu_ns(parent, "dc-writer");
+	}
 	struct rusage self, kids;
 	getrusage(RUSAGE_SELF, &self);
 	getrusage(RUSAGE_CHILDREN, &kids);
 	long long cpu = tv_ns(self.ru_utime) + tv_ns(self.ru_stime) + tv_ns(kids.ru_utime) +
 			tv_ns(kids.ru_stime);
 	printf("calls=%ld elapsed_ns=%lld start_ns=%lld end_ns=%lld cpu_ns=%lld parent_cpu_ns=%lld"
+	       " writer_cpu_ns=%lld settled_cpu_ns=%lld settled_writer_cpu_ns=%lld settle_ns=%lld"
 	       " kind=%s\n",
 	       (f ? 1 : 2) * n * procs, t1 - t0, rt0, rt1, cpu,
-	       pcpu0 < 0 || pcpu1 < 0 ? -1 : pcpu1 - pcpu0, f ? "fwrite" : "io");
+	       pcpu0 < 0 || pcpu1 < 0 ? -1 : pcpu1 - pcpu0,
+	       wcpu0 < 0 || wcpu1 < 0 ? -1 : wcpu1 - wcpu0,
+	       pcpu0 < 0 || dcpu < 0 ? -1 : dcpu - pcpu0, wcpu0 < 0 || dwcpu < 0 ? -1 : dwcpu - wcpu0,
+	       settle_ns, f ? "fwrite" : "io");
 	if (hold) {
 		/* the tracer's programs stay loaded until whoever runs us closes our stdin */
 		printf("hold ppid=%d\n", (int)parent);

@@ -265,7 +265,7 @@ dc() {
 	t0=$(now)
 	launch "$OUT/dc.out" "$OUT/dc.err" "$1" \
 		peak "$DC" run -q --force --buffer-size "$5" "${@:6}" "$2" -o "$tr" -- \
-		"$OUT/loop" $hold ${LOOPOPT:-} "$3" "$OUT/small" "$4" ||
+		"$OUT/loop" $hold -D ${LOOPOPT:-} "$3" "$OUT/small" "$4" ||
 		die "datacrumbs failed: $(cat "$OUT/dc.err")"
 	t1=$(now)
 	echo "variant=$1 round=$R procs=$4 buffer=$5 $(loopline "$OUT/dc.out") t0=$t0 t1=$t1" \

@@ -168,10 +168,15 @@ def main(path):
                  # less the time the loop waited for the BPF_STATS=1 snapshot before its start
                  "attach": (r["start_ns"] - r["t0"] - r.get("pause", 0)) / 1e9,
                  # from the loop's end, or (BPF_STATS=1) from its release after the hold
-                 "detach": (r["t1"] - (r.get("rel") or r["end_ns"])) / 1e9,
+                 "detach": (r["t1"] - (r.get("rel") or r["end_ns"]) - r.get("settle_ns", 0)) / 1e9,
+                "settle": r.get("settle_ns", 0) / 1e9,
                  "rss": r["maxrss_kb"] / 1024}
             if "events" in r and r["variant"] not in PROFILE:
-                d["cpu_ev"] = r["parent_cpu_ns"] / max(r["events"], 1)
+                # with the loop's -D: up to the moment the tracer settled (backlog included)
+                d["cpu_ev"] = r.get("settled_cpu_ns", r["parent_cpu_ns"]) / max(r["events"], 1)
+                w = r.get("settled_writer_cpu_ns", r.get("writer_cpu_ns", -1))
+                if w >= 0:
+                    d["wcpu_ev"] = w / max(r["events"], 1)
             if "events" in r:
                 d["lost"] = r["lost"]
                 d["cpu_call"] = r["parent_cpu_ns"] / r["calls"]  # the tracer's, per call
@@ -254,6 +259,15 @@ def main(path):
           "callback (io_posix) adds %.2f us per event" % (
               ", ".join("%s %.2f us" % (v[3:], c / 1e3) for v, c in cpu.items()),
               (cpu["dc_io_posix"] - cpu["dc_nocb"]) / 1e3))
+    wcpu = {v: med([r["wcpu_ev"] for r in rows.get(v, []) if "wcpu_ev" in r])
+            for v in ("dc_nocb", "dc_io_posix", "dc_sys")}
+    if any(rows.get(v) and any("wcpu_ev" in r for r in rows[v]) for v in wcpu):
+        print("  of which the writer thread (dc-writer: gzip members, write(2)): %s" % (
+            ", ".join("%s %.2f us" % (v[3:], c / 1e3) for v, c in wcpu.items())))
+    st = {v: med([r["settle"] for r in rows.get(v, []) if r.get("settle")])
+          for v in ("dc_nocb", "dc_io_posix", "dc_sys")}
+    print("  drain time (the loop's last call to the tracer's CPU settling, -D): %s" % (
+        ", ".join("%s %.2f s" % (v[3:], c) for v, c in st.items())))
     for prof, trace in PROFILE.items():
         a = med([r["cpu_call"] for r in rows.get(prof, []) if "cpu_call" in r])
         b = med([r["cpu_call"] for r in rows.get(trace, []) if "cpu_call" in r])
@@ -285,7 +299,8 @@ def main(path):
             print("  %5d %7s %11.0f %11.0f %13s %8d %7.1f%% %12.2f %9.1f" % (
                 r["procs"], r["buffer"], r["calls"] / s, r["events"] / s, sus, r["lost"],
                 100.0 * r["lost"] / max(r["events"] + r["lost"], 1),
-                r["parent_cpu_ns"] / max(r["events"], 1) / 1e3, r["maxrss_kb"] / 1024))
+                r.get("settled_cpu_ns", r["parent_cpu_ns"]) / max(r["events"], 1) / 1e3,
+                r["maxrss_kb"] / 1024))
         ok = [r for r in tp if r["lost"] == 0]
         if ok:
             best = max(ok, key=lambda r: r["events"] / r["elapsed_ns"])

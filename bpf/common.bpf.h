@@ -743,7 +743,11 @@ __noinline int dc_unwind(struct dc_stack *st, __u64 sp, int mode, __u32 keep)
 			    !hijack_dead(sp))
 				break; /* a tail call from a call whose return the kernel hijacked */
 		}
-		if (!profile_ns) {
+		/* profile mode sends the unwound frames only of probes that still travel as
+		 * records (pinfo `record`: every probe while on stand-by, --auto-profile) */
+		__u32 uprobe_nr = DC_COOKIE_PROBE(f->cookie);
+		struct dc_pinfo *upi = profile_ns ? bpf_map_lookup_elem(&pinfo, &uprobe_nr) : NULL;
+		if (!profile_ns || !upi || upi->record) {
 			struct dc_event *e = ring_reserve(sizeof(*e));
 			if (e) {
 				fill_call(e, f, tgid, tid, d - 1,

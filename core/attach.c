@@ -46,6 +46,8 @@ struct dc_bpf {
 	int ring_fds[DC_MAX_SHARDS];
 	int session;               /* 1: session uprobes (dc_session on uprobe_multi links) */
 	int multi;                 /* no session: 1 uprobe_multi links, 0 perf_event links */
+	int standby;               /* profile mode on stand-by (dc_bpf_profile_standby): every
+				      probe's pinfo says `record` until dc_bpf_profile_start */
 	int *mlinks;               /* uprobe_multi link fds */
 	unsigned nmlinks;
 	struct dc_index ix;        /* (library, offset) -> the probe of that address (neither
@@ -1261,6 +1263,23 @@ static int attach_once(struct dc_bpf *b, int (*is)(const struct dc_probe *p), in
 	return load(b, err, errlen) ? -1 : n;
 }
 
+void dc_bpf_profile_standby(struct dc_bpf *b)
+{
+	b->standby = 1;
+}
+
+int dc_bpf_profile_start(struct dc_bpf *b)
+{
+	b->standby = 0;
+	for (unsigned i = 0; i < b->nattached; i++) {
+		struct dc_pinfo pi = pinfo_of(&b->probes[i]);
+		__u32 k = i;
+		if (bpf_map__update_elem(b->skel->maps.pinfo, &k, sizeof(k), &pi, sizeof(pi), 0))
+			return -1;
+	}
+	return 0;
+}
+
 /* The mechanisms in the order they are attached: profile map, syscall cookies, VFS object,
  * tracepoint object, AIO object, then the uprobes (attach_uprobe_runs, or
  * attach_uprobe_pairs). */
@@ -1270,6 +1289,8 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 	for (unsigned i = b->nattached; i < b->nprobes; i++) {
 		struct dc_pinfo pi = pinfo_of(&b->probes[i]);
 		__u32 k = i;
+		if (b->standby)
+			pi.record = 1; /* a record per call, as in trace mode */
 		if (bpf_map__update_elem(b->skel->maps.pinfo, &k, sizeof(k), &pi, sizeof(pi), 0)) {
 			snprintf(err, errlen, "cannot fill the profile map: %s", strerror(errno));
 			return -1;

@@ -92,6 +92,16 @@ int dc_bpf_kfunc(const char *name);
  * functions attached, or -1 with err when none could be. */
 int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen);
 
+/* Profile mode on stand-by (--auto-profile): for a dc_bpf opened with profile_ns > 0, the
+ * probes attached from now on send a record per call, as in trace mode (their `pinfo`
+ * entries say `record`, bpf/datacrumbs.h struct dc_pinfo), until dc_bpf_profile_start. */
+void dc_bpf_profile_standby(struct dc_bpf *b);
+
+/* Profile mode from now: every attached probe's `pinfo` entry is rewritten as profile mode
+ * has it, so BPF aggregates its calls in `aggs` (those naming a path still travel as
+ * records). Returns 0, or -1 with errno from bpf_map_update_elem(2). */
+int dc_bpf_profile_start(struct dc_bpf *b);
+
 /* The bytes of a call of probe p: one rule for profile mode's BPF sums (dc_pinfo bytes, b1,
  * b2) and the `count` the trace event carries (core/consumer.c). In argument order, the
  * last that applies wins: an iovec argument (DC_PB_IOV, the sum of its iov_len); an int or

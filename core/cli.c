@@ -87,6 +87,12 @@ static const char run_help[] =
 "      --interval TIME      profile mode's interval, e.g. 1s, 250ms (a number alone is\n"
 "                           seconds; default 1s, from 10ms to 1 day); a call counts\n"
 "                           in the interval it ends in\n"
+"      --auto-profile PCT   trace mode until the ring buffer loses more than PCT %\n"
+"                           of the calls (0 to 100, e.g. 1 or 0.5; checked before\n"
+"                           each read of the ring buffer, at least every 20 ms, over\n"
+"                           the calls since the last check), then profile\n"
+"                           mode (its --interval) to the end: the trace gets an\n"
+"                           `overload` record saying when and why\n"
 "      --end-with-cmd       end the run when CMD exits (default: when every process\n"
 "                           it started has, as strace -f: a daemonized child too)\n"
 "      --force              replace an existing trace file (only a regular file of\n"
@@ -142,6 +148,7 @@ int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
 	o->ringbuf_bytes = 16u << 20;
 	o->drain_threads = -1;
 	o->flush_ms = 1000;
+	o->auto_profile_pct = -1;
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
 	    !strcmp(argv[1], "help")) {
 		fputs(main_help, argc < 2 ? stderr : stdout);
@@ -227,6 +234,14 @@ int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
 			if (o->interval_ns < DC_INTERVAL_MIN_NS || o->interval_ns > DC_INTERVAL_MAX_NS)
 				return usage_error("--interval needs a duration from 10ms to 1 day "
 						   "(e.g. 1s, 250ms), got '%s'", v ? v : "");
+		} else if (IS("--auto-profile")) {
+			const char *v = opt_value(argc, argv, &i, eq);
+			char *end = NULL;
+			double pct = v ? strtod(v, &end) : -1;
+			if (!v || end == v || *end || !(pct >= 0 && pct <= 100))
+				return usage_error("--auto-profile needs a loss percentage from 0 to "
+						   "100 (e.g. 1, 0.5), got '%s'", v ? v : "");
+			o->auto_profile_pct = pct;
 		} else if (IS("--force") && !eq) {
 			o->force = 1;
 		} else if (IS("--end-with-cmd") && !eq) {

@@ -29,6 +29,8 @@ struct dc_opts {
 	int unsafe;               /* --unsafe: the script may start programs, load C code */
 	int summary;              /* -c, --summary: pfw_summary's tables at the end, on stderr */
 	int no_status;            /* --no-status: no live status line on a terminal */
+	double auto_profile_pct;  /* --auto-profile PCT: trace mode switches to profile mode
+				     once this % of calls is lost (0..100); -1: never */
 };
 
 enum { DC_MODE_TRACE = 1, DC_MODE_PROFILE = 2 };

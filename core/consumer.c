@@ -41,6 +41,7 @@ struct dc_consumer {
 	struct dc_script *script;
 	int64_t mono_to_real_ns;
 	int failed;
+	int yielded;               /* the last drain stopped at its budget */
 	int want_inodes;           /* a probe records inodes: map opened paths to them */
 	int want_ranks;            /* a probe has the `rank` effect (MPI_Init) */
 	signed char *flags_arg;    /* per probe: index of its `uint flags` arg, -1 none */
@@ -936,10 +937,16 @@ unsigned dc_consumer_threads(const struct dc_consumer *c)
 	return dc_shards_threads(c->sh);
 }
 
-int dc_consumer_drain(struct dc_consumer *c)
+int dc_consumer_drain(struct dc_consumer *c, unsigned max)
 {
-	long n = dc_shards_drain(c->sh, on_record, c);
+	long n = dc_shards_drain(c->sh, max, on_record, c);
+	c->yielded = max && n >= (long)max;
 	return n > INT32_MAX ? INT32_MAX : (int)n;
+}
+
+int dc_consumer_yielded(const struct dc_consumer *c)
+{
+	return c->yielded;
 }
 
 void dc_consumer_add_process(struct dc_consumer *c, int pid, const char *name)

@@ -25,9 +25,13 @@ int dc_consumer_fd(const struct dc_consumer *c);
 /* The number of drain threads reading the ring buffers. */
 unsigned dc_consumer_threads(const struct dc_consumer *c);
 
-/* Consumes every waiting record. Returns the number consumed, or -1 when the writer
- * failed (errno set; the trace is cut from here on). */
-int dc_consumer_drain(struct dc_consumer *c);
+/* Consumes the waiting records, at most max of them (0: every one committed before the
+ * call), so that a caller under a steady stream gets control back. Returns the number
+ * consumed, or -1 when the writer failed (errno set; the trace is cut from here on). */
+int dc_consumer_drain(struct dc_consumer *c, unsigned max);
+
+/* 1 when the last dc_consumer_drain stopped at its max (records may still wait). */
+int dc_consumer_yielded(const struct dc_consumer *c);
 
 /* A process traced from the start of the run (the command, or -p PID): names it
  * (process_name record) and seeds its fd table from /proc (inherited fds, cwd). */

@@ -57,6 +57,10 @@ struct session {
 	uv_timer_t profile_timer; /* profile mode: writes each ended interval's counters */
 	struct dc_profile *prof;  /* the run's totals, and profile mode's aggregates */
 	uint64_t interval_ns;     /* profile mode's interval, 0: trace mode */
+	int standby;              /* --auto-profile: trace mode, profile mode on stand-by */
+	uint64_t ov_lost, ov_seen; /* --auto-profile: lost and delivered records at the last
+				      check (the loss is judged over the calls since then) */
+	uint64_t st_written, st_lost, st_ns; /* the status line's last figures, its time */
 	struct dc_bpf *bpf;
 	struct dc_script *script;
 	struct dc_consumer *cons;
@@ -165,18 +169,37 @@ static void cut(struct session *s, int e)
 		s->started ? s->o->cmd[0] : "the process");
 }
 
-/* Drains the ring buffer; a writer failure cuts the trace (reported once). */
-static void drain(struct session *s)
+static void check_overload(struct session *s);
+
+/* Records read from the ring buffer before the event loop gets control back (its timers:
+ * the flush, the status line, --auto-profile's check), when records keep arriving. */
+#define DC_DRAIN_BUDGET 1024
+
+/* Drains the ring buffer: every record (all), or up to DC_DRAIN_BUDGET of them (the rest
+ * is read when the loop comes back: the ring buffer's fd stays readable); a failure cuts
+ * the trace (reported once). */
+static void drain_some(struct session *s, int all)
 {
 	/* a script that runs the loop from its callback (luv's uv.run) must not make us
 	 * read the records being handled a second time */
 	if (s->draining)
 		return;
 	s->draining = 1;
-	int n = dc_consumer_drain(s->cons);
+	int n;
+	do {
+		if (s->standby && !s->done)
+			check_overload(s); /* before each read: a slow read is what overloads */
+		n = dc_consumer_drain(s->cons, DC_DRAIN_BUDGET);
+	} while (n >= 0 && all && dc_consumer_yielded(s->cons));
 	s->draining = 0;
 	if (n < 0)
 		cut(s, errno);
+}
+
+/* Drains every record waiting. */
+static void drain(struct session *s)
+{
+	drain_some(s, 1);
 }
 
 static void finish(struct session *s)
@@ -215,17 +238,73 @@ static void on_ringbuf(uv_poll_t *h, int status, int events)
 {
 	(void)status;
 	(void)events;
-	drain(h->data);
+	drain_some(h->data, 0);
 }
 
 /* BPF wakes us only when 1/8 of the ring buffer waits (bpf/uprobe.bpf.c wakeup_bytes);
  * smaller amounts are read on this timer. */
 #define DC_DRAIN_MS 20
 
+/* Profile mode: this long after an interval ends, its aggregates are complete (the
+ * probes that ran at its end have finished; its records were drained). */
+#define DC_PROFILE_LAG_MS 30
+
+static void on_profile(uv_timer_t *t);
+static uint64_t mono_ns(void);
+
+/* --auto-profile: profile mode from now. BPF aggregates the calls (dc_bpf_profile_start),
+ * the consumer aggregates the records still in the ring buffer and those that name a path,
+ * the profile timer writes the intervals; the trace gets an `overload` record
+ * (docs/trace-format.md) with the figures that decided it. */
+static void go_profile(struct session *s, uint64_t lost, uint64_t seen, double pct)
+{
+	if (dc_bpf_profile_start(s->bpf) < 0) /* the records then aggregate here */
+		fprintf(stderr, "datacrumbs: warning: --auto-profile: cannot fill the profile "
+			"map: %s (calls keep coming as records, aggregated by the consumer)\n",
+			strerror(errno));
+	s->standby = 0;
+	dc_consumer_set_profile(s->cons, s->prof, 1);
+	dc_writer_begin(s->w, dc_consumer_own_id(s->cons), "overload", "datacrumbs", s->child,
+			s->child, now_us(), 0);
+	dc_writer_arg_str(s->w, "reason", "loss");
+	dc_writer_arg_str(s->w, "mode", "profile");
+	dc_writer_arg_double(s->w, "loss_pct", pct);
+	dc_writer_arg_double(s->w, "threshold_pct", s->o->auto_profile_pct);
+	dc_writer_arg_uint(s->w, "lost", lost);
+	dc_writer_arg_uint(s->w, "calls", seen + lost);
+	dc_writer_arg_uint(s->w, "interval_us", s->interval_ns / 1000);
+	dc_writer_end(s->w);
+	dc_consumer_count(s->cons, 1);
+	if (!s->o->quiet)
+		fprintf(stderr, "%sdatacrumbs: %.1f %% of the last %llu calls lost (--auto-profile "
+			"%g): profile mode from now\n", s->status_line ? "\r\033[K" : "", pct,
+			(unsigned long long)(seen + lost), s->o->auto_profile_pct);
+	uint64_t iv = s->interval_ns / 1000000, since = (mono_ns() - s->t0) / 1000000;
+	uint64_t next = iv - since % iv; /* to the end of the interval in progress */
+	uv_timer_start(&s->profile_timer, on_profile, next + DC_PROFILE_LAG_MS, iv);
+}
+
+/* --auto-profile: the loss over the records since the last check (lost, and those the
+ * consumer got); past the threshold, profile mode. */
+static void check_overload(struct session *s)
+{
+	uint64_t st[DC_STAT_NR] = { 0 };
+	dc_bpf_stats(s->bpf, st);
+	uint64_t seen = dc_consumer_written(s->cons) + dc_consumer_dropped(s->cons);
+	uint64_t dl = st[DC_STAT_LOST] - s->ov_lost, ds = seen - s->ov_seen;
+	s->ov_lost = st[DC_STAT_LOST];
+	s->ov_seen = seen;
+	if (dl == 0)
+		return;
+	double pct = 100.0 * dl / (dl + ds);
+	if (pct > s->o->auto_profile_pct)
+		go_profile(s, dl, ds, pct);
+}
+
 static void on_drain(uv_timer_t *t)
 {
 	struct session *s = t->data;
-	drain(s);
+	drain_some(s, 0);
 	if (s->cmd_ended && !s->done && !tree_alive(s, 0))
 		finish(s); /* the last of the traced tree has ended */
 	/* a script that ran the loop itself (luv's uv.run in a callback) may have been inside
@@ -235,9 +314,6 @@ static void on_drain(uv_timer_t *t)
 		uv_stop(&s->loop);
 }
 
-/* Profile mode: this long after an interval ends, its aggregates are complete (the
- * probes that ran at its end have finished; its records were drained). */
-#define DC_PROFILE_LAG_MS 30
 
 static uint64_t mono_ns(void)
 {
@@ -266,7 +342,7 @@ static void read_cb(void *ctx, int totals, void (*visit)(const struct dc_prow *r
 static void on_flush(uv_timer_t *t)
 {
 	struct session *s = t->data;
-	if (!s->cut && dc_writer_flush(s->w) < 0)
+	if (!s->cut && dc_writer_handoff(s->w) < 0)
 		cut(s, errno);
 	if (s->site && s->cons) { /* site mode: root keeps the status file */
 		char line[48];
@@ -278,9 +354,18 @@ static void on_flush(uv_timer_t *t)
 	if (s->status_line && s->cons) {
 		uint64_t st[DC_STAT_NR] = { 0 };
 		dc_bpf_stats(s->bpf, st);
-		fprintf(stderr, "\r\033[Kdatacrumbs: %llu events, %llu lost\r",
-			(unsigned long long)dc_consumer_written(s->cons),
-			(unsigned long long)st[DC_STAT_LOST]);
+		uint64_t wr = dc_consumer_written(s->cons), now = mono_ns();
+		uint64_t dw = wr - s->st_written, dl = st[DC_STAT_LOST] - s->st_lost;
+		double secs = s->st_ns && now > s->st_ns ? (now - s->st_ns) / 1e9 : 0;
+		/* events/s and the loss over the last flush interval; the totals so far */
+		fprintf(stderr, "\r\033[Kdatacrumbs: %.0f events/s, %.1f%% lost; %llu events, "
+			"%llu lost%s\r", secs > 0 ? dw / secs : 0.0,
+			dw + dl ? 100.0 * dl / (dw + dl) : 0.0, (unsigned long long)wr,
+			(unsigned long long)st[DC_STAT_LOST],
+			s->interval_ns && !s->standby ? " (profile mode)" : "");
+		s->st_written = wr;
+		s->st_lost = st[DC_STAT_LOST];
+		s->st_ns = now;
 	}
 }
 
@@ -746,7 +831,12 @@ static int choose_output(struct session *s)
 	/* the mode: the command line's, else the script's (dc.mode), else trace */
 	uint64_t script_iv;
 	int mode = o->mode ? o->mode : dc_script_mode(s->script, &script_iv);
-	if (mode == DC_MODE_PROFILE)
+	if (mode != DC_MODE_PROFILE && o->auto_profile_pct >= 0)
+		s->standby = 1; /* trace mode, profile mode loaded on stand-by */
+	else if (o->auto_profile_pct >= 0)
+		fprintf(stderr, "datacrumbs: warning: --auto-profile is for trace mode: ignored in "
+			"profile mode\n");
+	if (mode == DC_MODE_PROFILE || s->standby)
 		s->interval_ns = o->interval_ns ? o->interval_ns
 			       : script_iv ? script_iv : 1000000000ULL;
 	else if (o->interval_ns)
@@ -777,6 +867,8 @@ static int load_probes(struct session *s)
 		fail(s->err);
 		return -1;
 	}
+	if (s->standby)
+		dc_bpf_profile_standby(s->bpf);
 	int nreq;
 	const struct dc_probe_req *reqs = dc_script_reqs(s->script, &nreq);
 	if (nreq == 0) {
@@ -843,7 +935,7 @@ static int open_trace(struct session *s)
 		fail("out of memory");
 		return -1;
 	}
-	dc_consumer_set_profile(s->cons, s->prof, s->interval_ns > 0);
+	dc_consumer_set_profile(s->cons, s->prof, s->interval_ns > 0 && !s->standby);
 	return 0;
 }
 
@@ -897,7 +989,7 @@ static void start_loop(struct session *s)
 	uv_timer_start(&s->drain_timer, on_drain, DC_DRAIN_MS, DC_DRAIN_MS);
 	uv_timer_init(&s->loop, &s->profile_timer);
 	s->profile_timer.data = s;
-	if (s->interval_ns) { /* fires DC_PROFILE_LAG_MS after each interval's end */
+	if (s->interval_ns && !s->standby) { /* fires DC_PROFILE_LAG_MS after each interval's end */
 		uint64_t iv = s->interval_ns / 1000000, since = (mono_ns() - s->t0) / 1000000;
 		uv_timer_start(&s->profile_timer, on_profile,
 			       iv + DC_PROFILE_LAG_MS > since ? iv + DC_PROFILE_LAG_MS - since : 0, iv);

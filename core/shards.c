@@ -302,7 +302,7 @@ unsigned dc_shards_threads(const struct dc_shards *sh)
 	return sh->nthreads;
 }
 
-long dc_shards_drain(struct dc_shards *sh, dc_shard_fn fn, void *ctx)
+long dc_shards_drain(struct dc_shards *sh, long max, dc_shard_fn fn, void *ctx)
 {
 	long done = 0;
 	if (sh->notify >= 0) {
@@ -327,6 +327,8 @@ long dc_shards_drain(struct dc_shards *sh, dc_shard_fn fn, void *ctx)
 			pthread_mutex_unlock(&s->mu);
 		}
 		for (;;) {
+			if (max > 0 && done >= max)
+				return done; /* the rest stays in the queues, merged first next time */
 			struct shard *best = NULL;
 			uint64_t bk = w;
 			for (unsigned k = 0; k < sh->n; k++) {

@@ -31,9 +31,10 @@ unsigned dc_shards_threads(const struct dc_shards *sh);
 
 /* Reads every ring buffer and hands fn every record committed before the call, merged
  * across the shards by `sent` (each thread's records in the order it submitted them,
- * whichever CPUs it ran on); later ones wait for the next call. Returns the number
- * handed on. */
-long dc_shards_drain(struct dc_shards *sh, dc_shard_fn fn, void *ctx);
+ * whichever CPUs it ran on), at most max of them (0: no limit); later ones, and those
+ * past max, wait for the next call (they stay queued, first in the next merge). Returns
+ * the number handed on. */
+long dc_shards_drain(struct dc_shards *sh, long max, dc_shard_fn fn, void *ctx);
 
 /* Stops and joins the drain threads, unmaps the ring buffers (their fds stay open:
  * core/attach.c owns them) and frees sh; NULL is fine. */

@@ -1,12 +1,12 @@
-/* writer.c: the DFTracer trace writer: JSON lines assembled in scratch buffers, a text
- * buffer cut into gzip members (or written plain), FH/SH dedup tables, MD5 string hashes. */
+/* writer.c: the DFTracer trace writer: JSON lines assembled in scratch buffers, text buffers
+ * handed to the writer thread (wthread.h: gzip members), FH/SH dedup tables, MD5 hashes. */
 
 #define _GNU_SOURCE
-#define ZLIB_CONST /* zlib's next_in becomes const: we never modify the input */
 
 #include "writer.h"
 
 #include "util.h"
+#include "wthread.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,17 +18,15 @@
 #include <sys/stat.h>
 
 #include <openssl/evp.h>
-#include <zlib.h>
 
-/* Text buffered before it is compressed as one gzip member (or written plain). A line
- * that does not fit in an empty buffer is written as a member of its own. */
-#define DC_TEXT_BUF (1024 * 1024)
+/* Text buffered before it is handed to the writer thread, which compresses it as one gzip
+ * member (or writes it plain). A line that does not fit in an empty buffer is handed over
+ * as a member of its own. */
+#define DC_TEXT_BUF DC_WT_BUF
 /* First size of the scratch line buffers; they grow (doubling) for long strings. */
 #define DC_LINE_BUF 4096
 /* First number of slots of a dedup table (a power of two). */
 #define DC_TAB_SLOTS 256
-/* Longest input handed to one deflate() call (avail_in is an unsigned int). */
-#define DC_ZCHUNK (1U << 30)
 
 /* A growable buffer in which one JSON line is assembled. */
 struct dc_line {
@@ -55,28 +53,22 @@ struct dc_strtab {
 	struct dc_htab tab; /* of struct dc_slot, DC_TAB_SLOTS at first */
 };
 
-/* One writer belongs to one thread at a time: nothing here locks. */
+/* One writer belongs to one thread at a time: nothing here locks (the writer thread, `t`,
+ * has its own locks; the error and the events on disk are its). */
 struct dc_writer {
 	int fd;
 	int compress;
 	int in_event; /* an event is being assembled in `ev` */
-	int err;      /* first write error (an errno value), 0 if none; sticky */
 	uint64_t count;
-	uint64_t pending; /* events in buf, not yet output */
-	uint64_t on_disk; /* events in complete members (or plain text) written out */
-	off_t good;       /* file size after the last complete member written out */
+	uint64_t pending; /* events in buf, not yet handed over */
 	int finished;     /* the final "]" is written (dc_writer_finish) */
+	struct dc_wthread *t;
 	char hhash[17];
 	char spare[17]; /* hash returned when a dedup entry cannot be allocated */
 
-	char *buf; /* text not yet compressed / written */
+	char *buf; /* text not yet handed over: a buffer of t's */
 	size_t len;
 	size_t cap;
-
-	z_stream zs;
-	int zinit;
-	unsigned char *zout;
-	size_t zcap;
 
 	struct dc_line ev;   /* the event being built */
 	struct dc_line meta; /* a metadata record being built */
@@ -418,115 +410,43 @@ static void put_qstr(struct dc_line *l, const char *s, size_t n)
  * Output: the text buffer, gzip members, write(2)
  * ------------------------------------------------------------------------------------- */
 
-/* write(2) until all of p is out, retrying on EINTR and short writes. */
-static int write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-
-	while (n > 0) {
-		ssize_t r = write(fd, c, n);
-
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (r == 0) {
-			errno = EIO;
-			return -1;
-		}
-		c += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
-/* Remembers the first error; after it the writer discards its output (a member cut in
- * the middle leaves the file unreadable past that point anyway). */
+/* Remembers the first error (writer thread: the file ends on its last complete member,
+ * nothing more is written). Returns -1 with errno set. */
 static int fail(struct dc_writer *w, int e)
 {
-	if (w->err == 0) {
-		w->err = e ? e : EIO;
-		/* what reached the file ends on the last complete member: a reader never meets
-		 * a cut one (on ENOSPC, truncating frees the room it needs) */
-		if (w->fd >= 0 && ftruncate(w->fd, w->good) == 0)
-			lseek(w->fd, w->good, SEEK_SET);
-	}
-	errno = w->err;
+	if (w->t)
+		dc_wthread_fail(w->t, e);
+	errno = w->t ? dc_wthread_error(w->t) : e;
 	return -1;
 }
 
-/* Compresses p as one complete gzip member and writes it. */
-static int write_member(struct dc_writer *w, const char *p, size_t n)
-{
-	int rc, flush;
-
-	w->zs.next_in = (const Bytef *)p;
-	do {
-		size_t chunk = n < DC_ZCHUNK ? n : DC_ZCHUNK;
-
-		w->zs.avail_in = (uInt)chunk;
-		n -= chunk;
-		flush = n == 0 ? Z_FINISH : Z_NO_FLUSH;
-		for (;;) {
-			size_t have;
-
-			w->zs.next_out = w->zout;
-			w->zs.avail_out = (uInt)w->zcap;
-			rc = deflate(&w->zs, flush);
-			if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
-				goto zerror;
-			have = w->zcap - w->zs.avail_out;
-			if (have > 0 && write_all(w->fd, w->zout, have) < 0)
-				goto werror;
-			if (flush == Z_FINISH && rc == Z_STREAM_END)
-				break; /* the member is complete */
-			if (flush == Z_NO_FLUSH && w->zs.avail_out != 0)
-				break; /* this chunk is consumed */
-			if (rc == Z_BUF_ERROR && have == 0)
-				goto zerror; /* no progress possible */
-		}
-	} while (n > 0);
-	deflateReset(&w->zs);
-	return 0;
-
-zerror:
-	errno = EIO;
-werror:
-	rc = errno;
-	deflateReset(&w->zs);
-	return fail(w, rc);
-}
-
-/* Writes p out (holding `events` events): a gzip member, or the plain text. On success
- * the events count as on disk and the file's good size moves to its end. */
+/* Hands p over (holding `events` events) as one member: a copy of it, for lines longer
+ * than a buffer. The events count as on disk once the thread has written it. */
 static int output(struct dc_writer *w, const char *p, size_t n, uint64_t events)
 {
-	if (w->err)
-		return fail(w, w->err);
-	if (w->compress) {
-		if (write_member(w, p, n) < 0)
-			return -1;
-	} else if (write_all(w->fd, p, n) < 0) {
-		return fail(w, errno);
-	}
-	off_t end = lseek(w->fd, 0, SEEK_CUR);
-	if (end >= 0)
-		w->good = end;
-	w->on_disk += events;
+	char *c;
+
+	if (dc_wthread_error(w->t))
+		return fail(w, 0);
+	c = malloc(n);
+	if (c == NULL)
+		return fail(w, ENOMEM);
+	memcpy(c, p, n);
+	dc_wthread_push(w->t, c, n, events, 1);
 	return 0;
 }
 
-/* Writes out the buffered text (dropping it on error). A no-op when it is empty. */
+/* Hands the buffered text over and takes an empty buffer (waiting only when the thread
+ * is DC_WT_NBUF - 1 buffers behind). A no-op when it is empty. */
 static int flush_text(struct dc_writer *w)
 {
-	int rc = 0;
-
-	if (w->len > 0)
-		rc = output(w, w->buf, w->len, w->pending);
+	if (w->len == 0)
+		return dc_wthread_error(w->t) ? fail(w, 0) : 0;
+	dc_wthread_push(w->t, w->buf, w->len, w->pending, 0);
+	w->buf = dc_wthread_buf(w->t);
 	w->len = 0;
 	w->pending = 0;
-	return rc;
+	return dc_wthread_error(w->t) ? fail(w, 0) : 0;
 }
 
 /* Appends complete lines (holding `events` events) to the text buffer, flushing it first
@@ -630,29 +550,18 @@ struct dc_writer *dc_writer_fdopen(int fd, const char *path, int compress,
 	strtab_init(&w->fh);
 	strtab_init(&w->sh);
 	w->cap = DC_TEXT_BUF;
-	w->buf = malloc(w->cap);
-	if (w->buf == NULL || line_reserve(&w->ev, DC_LINE_BUF) < 0 ||
-	    line_reserve(&w->meta, DC_LINE_BUF) < 0) {
+	if (line_reserve(&w->ev, DC_LINE_BUF) < 0 || line_reserve(&w->meta, DC_LINE_BUF) < 0) {
 		why = "out of memory";
 		goto fail_msg;
 	}
-	if (w->compress) {
-		if (deflateInit2(&w->zs, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-			why = "cannot initialize zlib";
-			goto fail_msg;
-		}
-		w->zinit = 1;
-		w->zcap = deflateBound(&w->zs, w->cap);
-		w->zout = malloc(w->zcap);
-		if (w->zout == NULL) {
-			why = "out of memory";
-			goto fail_msg;
-		}
+	off_t good = lseek(fd, 0, SEEK_CUR);
+	w->t = dc_wthread_start(fd, good < 0 ? 0 : good, w->compress ? DC_WT_LEVEL : 0);
+	if (w->t == NULL) {
+		why = errno == ENOMEM ? "out of memory" : "cannot start the writer thread";
+		goto fail_msg;
 	}
+	w->buf = dc_wthread_buf(w->t);
 	w->fd = fd;
-	w->good = lseek(fd, 0, SEEK_CUR);
-	if (w->good < 0)
-		w->good = 0;
 
 	dc_hash(hostname, strlen(hostname), w->hhash);
 	memcpy(w->buf, "[\n", 2);
@@ -858,17 +767,31 @@ void dc_writer_end(struct dc_writer *w)
 	w->count++;
 }
 
-int dc_writer_flush(struct dc_writer *w)
+/* dc_writer_flush and dc_writer_handoff: hands the text over, waits for the thread when
+ * `wait`, and checks that the file still has a name. */
+static int flush(struct dc_writer *w, int wait)
 {
 	struct stat st;
 
-	if (flush_text(w) < 0 || w->err)
-		return fail(w, w->err);
+	if (flush_text(w) < 0)
+		return -1;
+	if (wait && dc_wthread_sync(w->t) < 0)
+		return fail(w, errno);
 	/* a write to a file whose last name is gone succeeds and lands nowhere: the trace
 	 * was removed (its directory deleted), which is an error like any other */
 	if (fstat(w->fd, &st) == 0 && st.st_nlink == 0)
 		return fail(w, ENOENT);
 	return 0;
+}
+
+int dc_writer_flush(struct dc_writer *w)
+{
+	return flush(w, 1);
+}
+
+int dc_writer_handoff(struct dc_writer *w)
+{
+	return flush(w, 0);
 }
 
 uint64_t dc_writer_count(const struct dc_writer *w)
@@ -887,12 +810,12 @@ int dc_writer_finish(struct dc_writer *w, int complete)
 
 uint64_t dc_writer_on_disk(const struct dc_writer *w)
 {
-	return w->on_disk;
+	return dc_wthread_on_disk(w->t);
 }
 
 int dc_writer_error(const struct dc_writer *w)
 {
-	return w->err;
+	return dc_wthread_error(w->t);
 }
 
 int dc_writer_close(struct dc_writer *w, int complete)
@@ -902,18 +825,19 @@ int dc_writer_close(struct dc_writer *w, int complete)
 	if (w == NULL)
 		return 0;
 	/* An event begun but never ended is dropped. */
+	e = 0;
 	if (w->fd >= 0) {
 		if (complete && !w->finished)
 			emit(w, "]", 1, 0);
 		flush_text(w);
-		if (close(w->fd) < 0)
-			fail(w, errno);
+		if (dc_wthread_stop(w->t) < 0)
+			e = errno; /* the first error, from the thread */
+		w->t = NULL;
+		if (close(w->fd) < 0 && e == 0)
+			e = errno;
+	} else {
+		dc_wthread_stop(w->t); /* failed in dc_writer_fdopen: nothing was written */
 	}
-	if (w->zinit)
-		deflateEnd(&w->zs);
-	e = w->err;
-	free(w->zout);
-	free(w->buf);
 	free(w->ev.p);
 	free(w->meta.p);
 	strtab_free(&w->fh);

@@ -16,7 +16,9 @@ void dc_hash(const void *data, size_t len, char out[17]);
 
 /* Writes a trace to fd (open for writing, positioned where the trace starts; `path` names
  * it in messages); the writer owns fd from now on, also on failure. compress=1 writes gzip
- * members (zlib level 6, windowBits 31), 0 a plain .pfw. Writes "[\n" and the HH record
+ * members (RFC 1952, libdeflate at wthread.h DC_WT_LEVEL, one per text buffer of up to
+ * 1 MiB, compressed and written by the writer's own thread), 0 a plain .pfw (written by that
+ * thread too). Writes "[\n" and the HH record
  * for `hostname` (pid, tid of that record given). Returns NULL and fills err (one line
  * naming path and reason). The safe creation of the file is outfile.h's job. */
 struct dc_writer *dc_writer_fdopen(int fd, const char *path, int compress,
@@ -58,6 +60,11 @@ void dc_writer_end(struct dc_writer *w);
  * earlier automatic flush (errno set; ENOENT when the file has no name left: removed, or
  * its directory); after an error output is discarded. */
 int dc_writer_flush(struct dc_writer *w);
+
+/* As dc_writer_flush, but does not wait for the writer thread: the buffered text is handed
+ * over (a member of its own) and written soon after; errors seen so far are returned.
+ * For a periodic flush from the ring buffer's consumer, which must not wait on deflate. */
+int dc_writer_handoff(struct dc_writer *w);
 
 /* Events written so far (complete + counter events). */
 uint64_t dc_writer_count(const struct dc_writer *w);

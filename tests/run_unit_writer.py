@@ -1,6 +1,6 @@
 """run_unit_writer.py: runs the writer's unit test, then validates each trace it wrote
-with dctest.check_pfw (the partial one with --partial) and reads the upstream trace (SKIP
-when it is absent)."""
+with dctest.check_pfw (the partial ones with --partial) and gzip -t, and reads the
+upstream trace (SKIP when it is absent)."""
 import os
 import subprocess
 import sys
@@ -16,6 +16,9 @@ dctest.equal(r.returncode, 0, "unit_writer exit status")
 for f in sorted(os.listdir(out)):
     p = os.path.join(out, f)
     dctest.check_pfw(p, partial="partial" in f)
+    if f.endswith(".gz"):  # the writer thread's libdeflate members, as gzip(1) reads them
+        r = subprocess.run(["gzip", "-t", p], capture_output=True, text=True)
+        dctest.equal((r.returncode, r.stderr), (0, ""), "gzip -t %s" % f)
 # our trace reader must read the upstream DFTracer trace too, and our validator accept it
 up = dctest.upstream_trace()
 if up:

@@ -14,7 +14,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dctest as t  # noqa: E402
 
 PROG_WAIT = os.environ.get("PROG_WAIT", "build/tests/prog_wait")
-STATUS = re.compile(rb"\r\x1b\[Kdatacrumbs: (\d+) events, (\d+) lost\r")
+# the status line: events/s and the loss over the last flush interval, then the totals
+STATUS = re.compile(rb"\r\x1b\[Kdatacrumbs: (\d+) events/s, (\d+\.\d)% lost; (\d+) events, "
+                    rb"(\d+) lost\r")
 
 
 def main():
@@ -55,6 +57,9 @@ def main():
                     break
                 seen += os.read(master, 4096)
             t.check(STATUS.search(seen), "status line on the terminal: %r" % seen[-200:])
+            m = STATUS.search(seen)
+            t.equal(m and (m.group(2), m.group(4)), (b"0.0", b"0"),
+                    "status line: nothing lost (0.0 %, 0 lost)")
         p.stdin.close()  # prog_wait reads EOF, writes, exits
         p.wait(timeout=120)
         while True:

@@ -7,7 +7,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -428,6 +430,15 @@ static void test_big_trace(const char *dir)
 		check(members >= 5, "big: buffer-full flushes made several members");
 		check(unaligned == 0, "big: members end on line boundaries");
 		check(tlen > 0 && text[tlen - 1] == ']', "big: ends with ]");
+		/* the writer thread keeps the order: ids 1..EVENTS, one after the other */
+		size_t want = 1, bad = 0;
+		const char *q = text;
+		while ((q = strstr(q, "{\"id\":")) != NULL) {
+			q += 6;
+			if (strtoull(q, NULL, 10) != want++)
+				bad++;
+		}
+		check(bad == 0 && want == EVENTS + 1, "big: events in the order written");
 	}
 	free(raw);
 	free(text);
@@ -464,6 +475,57 @@ static void test_errors(const char *dir)
 	check(dc_writer_close(w, 1) == -1, "close remembers the earlier write error");
 }
 
+/* A write that fails after some members (the file size limit, RLIMIT_FSIZE: EFBIG) cuts the
+ * trace: the file ends on its last complete member, dc_writer_on_disk counts exactly the
+ * events in it, and flush and close report the error. setrlimit(2), write(2) EFBIG. */
+static void test_cut(const char *dir)
+{
+	enum { EVENTS = 200000, LIMIT = 256 << 10 };
+	char path[4096];
+	struct rlimit old, lim;
+	struct dc_writer *w;
+	size_t rlen = 0, tlen = 0, lines = 0, i;
+	int members = 0, unaligned = 0;
+	uint64_t on;
+	char *raw, *text;
+
+	snprintf(path, sizeof(path), "%s/writer-cut-partial.pfw.gz", dir);
+	w = open_or_fail(path, 1);
+	if (w == NULL)
+		return;
+	signal(SIGXFSZ, SIG_IGN); /* write(2) then fails with EFBIG instead */
+	getrlimit(RLIMIT_FSIZE, &old);
+	lim = old;
+	lim.rlim_cur = LIMIT;
+	check(setrlimit(RLIMIT_FSIZE, &lim) == 0, "cut: setrlimit");
+	for (i = 0; i < EVENTS; i++) {
+		dc_writer_begin(w, i + 1, "write", "POSIX", 100, 100, TS + i, 1);
+		dc_writer_arg_uint(w, "count", i * 7919 % 100003); /* less compressible */
+		dc_writer_arg_int(w, "offset", (int64_t)(i * 2654435761u % 1000003));
+		dc_writer_end(w);
+	}
+	errno = 0;
+	check(dc_writer_flush(w) == -1 && errno == EFBIG, "cut: flush reports EFBIG");
+	on = dc_writer_on_disk(w);
+	check(on > 0 && on < EVENTS, "cut: some events on disk, not all");
+	check(dc_writer_close(w, 1) == -1 && errno == EFBIG, "cut: close reports EFBIG");
+	setrlimit(RLIMIT_FSIZE, &old);
+	signal(SIGXFSZ, SIG_DFL);
+
+	raw = slurp(path, &rlen);
+	text = raw ? gunzip_members(raw, rlen, &tlen, &members, &unaligned) : NULL;
+	check(rlen > 0 && rlen <= LIMIT, "cut: the file is within the limit");
+	check(text != NULL && members > 0 && unaligned == 0, "cut: only complete members");
+	for (i = 0; text && i < tlen; i++)
+		if (text[i] == '\n')
+			lines++;
+	/* "[", HH, then exactly the events on disk; no "]" */
+	check(lines == on + 2, "cut: the file holds exactly the events on disk");
+	check(text && tlen > 0 && text[tlen - 1] == '\n', "cut: no closing ]");
+	free(raw);
+	free(text);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = argc > 1 ? argv[1] : ".";
@@ -477,6 +539,7 @@ int main(int argc, char **argv)
 	test_sample_traces(dir);
 	test_big_trace(dir);
 	test_errors(dir);
+	test_cut(dir);
 	printf("unit_writer: %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

@@ -1,0 +1,296 @@
+/* wthread.c: the trace writer's thread: a bounded FIFO of text buffers, each compressed as
+ * one whole gzip member with libdeflate (or written plain) and written in order. */
+
+#define _GNU_SOURCE
+
+#include "wthread.h"
+
+#include <errno.h>
+#include <libdeflate.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Queue slots: every pool buffer, and as many more for heap buffers (long lines). */
+#define DC_WT_SLOTS (2 * DC_WT_NBUF)
+
+struct dc_wbuf {
+	char *p;
+	size_t len;
+	uint64_t events;
+	int own_heap;
+};
+
+struct dc_wthread {
+	int fd;
+	int level;
+	pthread_t th;
+	int started;
+
+	pthread_mutex_t m;   /* queue, free list, stop */
+	pthread_cond_t work; /* something queued, or stop */
+	pthread_cond_t done; /* a buffer came back: free list or pending changed */
+	struct dc_wbuf q[DC_WT_SLOTS];
+	unsigned head, nq; /* FIFO of nq entries from head */
+	unsigned busy;     /* taken from the queue, being written */
+	int stop;
+	char *pool[DC_WT_NBUF];
+	char *freel[DC_WT_NBUF];
+	unsigned nfree;
+
+	pthread_mutex_t io; /* the fd's offset, `good`, the error */
+	off_t good;         /* file size after the last complete member */
+	int err;            /* first error, sticky; read with __atomic_load_n */
+	uint64_t on_disk;   /* read with __atomic_load_n */
+
+	struct libdeflate_compressor *c;
+	char *out;
+	size_t outcap;
+};
+
+/* write(2) until all of p is out, retrying on EINTR and short writes. */
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t r = write(fd, p, n);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (r == 0) {
+			errno = EIO;
+			return -1;
+		}
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* With t->io held: the first error; what reached the file ends on the last complete
+ * member, so a reader never meets a cut one (on ENOSPC, truncating frees the room). */
+static void set_error(struct dc_wthread *t, int e)
+{
+	if (t->err)
+		return;
+	__atomic_store_n(&t->err, e ? e : EIO, __ATOMIC_RELEASE);
+	if (ftruncate(t->fd, t->good) == 0)
+		lseek(t->fd, t->good, SEEK_SET);
+}
+
+/* Compresses (or not) and writes one buffer; skipped after an error. */
+static void write_buf(struct dc_wthread *t, const struct dc_wbuf *b)
+{
+	const char *p = b->p;
+	size_t n = b->len;
+
+	pthread_mutex_lock(&t->io);
+	if (t->err)
+		goto out;
+	if (t->level) {
+		size_t need = libdeflate_gzip_compress_bound(t->c, n);
+
+		if (need > t->outcap) {
+			char *np = realloc(t->out, need);
+
+			if (np == NULL) {
+				set_error(t, ENOMEM);
+				goto out;
+			}
+			t->out = np;
+			t->outcap = need;
+		}
+		n = libdeflate_gzip_compress(t->c, b->p, b->len, t->out, t->outcap);
+		if (n == 0) { /* cannot happen with the bound's room */
+			set_error(t, EIO);
+			goto out;
+		}
+		p = t->out;
+	}
+	if (write_all(t->fd, p, n) < 0) {
+		set_error(t, errno);
+		goto out;
+	}
+	off_t end = lseek(t->fd, 0, SEEK_CUR);
+	if (end >= 0)
+		t->good = end;
+	__atomic_add_fetch(&t->on_disk, b->events, __ATOMIC_RELEASE);
+out:
+	pthread_mutex_unlock(&t->io);
+}
+
+static void *run(void *arg)
+{
+	struct dc_wthread *t = arg;
+
+	pthread_mutex_lock(&t->m);
+	for (;;) {
+		while (t->nq == 0 && !t->stop)
+			pthread_cond_wait(&t->work, &t->m);
+		if (t->nq == 0)
+			break; /* stopped, and everything is written */
+		struct dc_wbuf b = t->q[t->head];
+		t->head = (t->head + 1) % DC_WT_SLOTS;
+		t->nq--;
+		t->busy++;
+		pthread_mutex_unlock(&t->m);
+
+		write_buf(t, &b);
+
+		pthread_mutex_lock(&t->m);
+		if (b.own_heap)
+			free(b.p);
+		else
+			t->freel[t->nfree++] = b.p;
+		t->busy--;
+		pthread_cond_broadcast(&t->done);
+	}
+	pthread_mutex_unlock(&t->m);
+	return NULL;
+}
+
+static void destroy(struct dc_wthread *t)
+{
+	for (int i = 0; i < DC_WT_NBUF; i++)
+		free(t->pool[i]);
+	free(t->out);
+	if (t->c)
+		libdeflate_free_compressor(t->c);
+	pthread_mutex_destroy(&t->m);
+	pthread_mutex_destroy(&t->io);
+	pthread_cond_destroy(&t->work);
+	pthread_cond_destroy(&t->done);
+	free(t);
+}
+
+struct dc_wthread *dc_wthread_start(int fd, off_t good, int level)
+{
+	struct dc_wthread *t = calloc(1, sizeof(*t));
+	sigset_t all, old;
+	int e;
+
+	if (t == NULL)
+		return NULL;
+	t->fd = fd;
+	t->good = good;
+	t->level = level;
+	pthread_mutex_init(&t->m, NULL);
+	pthread_mutex_init(&t->io, NULL);
+	pthread_cond_init(&t->work, NULL);
+	pthread_cond_init(&t->done, NULL);
+	for (int i = 0; i < DC_WT_NBUF; i++) {
+		t->pool[i] = malloc(DC_WT_BUF);
+		if (t->pool[i] == NULL)
+			goto nomem;
+		t->freel[t->nfree++] = t->pool[i];
+	}
+	if (level) {
+		t->c = libdeflate_alloc_compressor(level);
+		if (t->c == NULL)
+			goto nomem;
+		t->outcap = libdeflate_gzip_compress_bound(t->c, DC_WT_BUF);
+		t->out = malloc(t->outcap);
+		if (t->out == NULL)
+			goto nomem;
+	}
+	/* the thread takes no signal: the session reads them through its signalfd */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	e = pthread_create(&t->th, NULL, run, t);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e == 0) /* its name in top -H and /proc/PID/task/TID/comm (bench/loop.c) */
+		pthread_setname_np(t->th, "dc-writer");
+	if (e) {
+		destroy(t);
+		errno = e;
+		return NULL;
+	}
+	t->started = 1;
+	return t;
+nomem:
+	destroy(t);
+	errno = ENOMEM;
+	return NULL;
+}
+
+char *dc_wthread_buf(struct dc_wthread *t)
+{
+	char *p;
+
+	pthread_mutex_lock(&t->m);
+	while (t->nfree == 0)
+		pthread_cond_wait(&t->done, &t->m);
+	p = t->freel[--t->nfree];
+	pthread_mutex_unlock(&t->m);
+	return p;
+}
+
+void dc_wthread_push(struct dc_wthread *t, char *buf, size_t len, uint64_t events, int own_heap)
+{
+	pthread_mutex_lock(&t->m);
+	while (t->nq == DC_WT_SLOTS)
+		pthread_cond_wait(&t->done, &t->m);
+	t->q[(t->head + t->nq) % DC_WT_SLOTS] = (struct dc_wbuf){
+		.p = buf, .len = len, .events = events, .own_heap = own_heap
+	};
+	t->nq++;
+	pthread_cond_signal(&t->work);
+	pthread_mutex_unlock(&t->m);
+}
+
+int dc_wthread_sync(struct dc_wthread *t)
+{
+	int e;
+
+	pthread_mutex_lock(&t->m);
+	while (t->nq > 0 || t->busy > 0)
+		pthread_cond_wait(&t->done, &t->m);
+	pthread_mutex_unlock(&t->m);
+	e = dc_wthread_error(t);
+	if (e) {
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+void dc_wthread_fail(struct dc_wthread *t, int e)
+{
+	pthread_mutex_lock(&t->io);
+	set_error(t, e);
+	pthread_mutex_unlock(&t->io);
+}
+
+int dc_wthread_error(struct dc_wthread *t)
+{
+	return __atomic_load_n(&t->err, __ATOMIC_ACQUIRE);
+}
+
+uint64_t dc_wthread_on_disk(struct dc_wthread *t)
+{
+	return __atomic_load_n(&t->on_disk, __ATOMIC_ACQUIRE);
+}
+
+int dc_wthread_stop(struct dc_wthread *t)
+{
+	int e;
+
+	if (t == NULL)
+		return 0;
+	pthread_mutex_lock(&t->m);
+	t->stop = 1;
+	pthread_cond_signal(&t->work);
+	pthread_mutex_unlock(&t->m);
+	pthread_join(t->th, NULL);
+	e = t->err;
+	destroy(t);
+	if (e) {
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
