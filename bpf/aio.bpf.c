@@ -8,8 +8,12 @@
  *     io_uring/io_uring.c io_submit_sqe and io_fill_cqe_req).
  *   Linux AIO: raw_syscalls sys_enter of io_submit reads the program's iocbs (struct iocb,
  *     include/uapi/linux/aio_abi.h), sys_exit of io_getevents/io_pgetevents reads the
- *     struct io_event array it filled, paired by (process, iocb address): io_event.obj is
- *     the iocb's user address (fs/aio.c aio_complete). The kernel has no AIO completion
+ *     struct io_event array it filled, paired by (process, iocb address, aio_data):
+ *     io_event.obj is the iocb's user address, io_event.data its aio_data (fs/aio.c
+ *     aio_complete), so an iocb submitted again before its first submission was reaped
+ *     (the kernel copies it at io_submit) pairs right when the program changed its
+ *     aio_data; with the same aio_data too, the earlier operation is counted lost (no
+ *     silent loss) and the first completion is written with the later one's args. The kernel has no AIO completion
  *     tracepoint, so a libaio operation ends when the program reaps it. */
 #include "common.bpf.h"
 
@@ -67,6 +71,7 @@ struct dc_iocb_key {
 	__u32 tgid;
 	__u32 pad;
 	__u64 iocb;                           /* the iocb's user address (io_event.obj) */
+	__u64 data;                           /* its aio_data (io_event.data) */
 };
 
 struct {
@@ -95,7 +100,7 @@ static __always_inline void op_done(struct dc_aio_op *op, __u64 now, long res)
 	if (profile_ns) {
 		__u32 probe = DC_COOKIE_PROBE(op->cookie);
 		if (profile_call(bpf_map_lookup_elem(&pinfo, &probe), probe, op->tgid, op->ts, now,
-				 op->args, 0, 0, 0))
+				 op->args, 0, 0, 0, res, 1))
 			return;
 	}
 	struct dc_event *e = ring_reserve(sizeof(*e));
@@ -116,7 +121,7 @@ static __always_inline void op_done(struct dc_aio_op *op, __u64 now, long res)
 	e->ret = res;
 	e->iov_bytes = 0;
 	e->flags = op->parent && !parent ? DC_F_ASYNC : 0;
-	e->pad = 0;
+	e->path2_len = 0;
 	e->ino = 0;
 	e->dev = 0;
 	e->aux = 0;
@@ -260,19 +265,24 @@ static long submit_one(__u32 i, struct submit_ctx *c)
 		op.args[1] = op.args[2] = 0; /* no range: the whole file */
 	fd_inode((long)(int)cb.aio_fildes, &op.args[3], &op.args[4]);
 	op.args[5] = cb.aio_data;
-	struct dc_iocb_key k = { .tgid = c->tgid, .iocb = p };
-	bpf_map_update_elem(&aio_inflight, &k, &op, BPF_ANY);
+	struct dc_iocb_key k = { .tgid = c->tgid, .iocb = p, .data = cb.aio_data };
+	if (bpf_map_update_elem(&aio_inflight, &k, &op, BPF_NOEXIST)) {
+		/* the same iocb with the same aio_data still in flight: it is replaced */
+		count_stat(DC_STAT_LOST);
+		bpf_map_update_elem(&aio_inflight, &k, &op, BPF_ANY);
+	}
 	return 0;
 }
 
 /* sys_exit of io_submit: iocbs from index `from` on were not submitted; forget them. */
 static long unsubmit_one(__u32 i, struct submit_ctx *c)
 {
-	__u64 p = 0;
+	__u64 p = 0, data = 0;
 	if (bpf_probe_read_user(&p, sizeof(p),
-				(const void *)(c->iocbpp + 8 * (__u64)(c->from + i))) || !p)
+				(const void *)(c->iocbpp + 8 * (__u64)(c->from + i))) || !p ||
+	    bpf_probe_read_user(&data, sizeof(data), (const void *)p)) /* aio_data: first */
 		return 0;
-	struct dc_iocb_key k = { .tgid = c->tgid, .iocb = p };
+	struct dc_iocb_key k = { .tgid = c->tgid, .iocb = p, .data = data };
 	bpf_map_delete_elem(&aio_inflight, &k);
 	return 0;
 }
@@ -289,7 +299,7 @@ static long reap_one(__u32 i, struct reap_ctx *c)
 	struct io_event ev;
 	if (bpf_probe_read_user(&ev, sizeof(ev), (const void *)(c->events + sizeof(ev) * (__u64)i)))
 		return 1;
-	struct dc_iocb_key k = { .tgid = c->tgid, .iocb = ev.obj };
+	struct dc_iocb_key k = { .tgid = c->tgid, .iocb = ev.obj, .data = ev.data };
 	struct dc_aio_op *op = bpf_map_lookup_elem(&aio_inflight, &k);
 	if (!op)
 		return 0;

@@ -30,6 +30,10 @@ struct dc_frame {
 	__u64 args[DC_MAX_ARGS];
 	__u64 sp;       /* user rsp at entry (the return address's slot), 0: not known
 			   (kernel-side frames); bpf/datacrumbs.h "Return instructions" */
+	__u64 fino;     /* the fd's inode when it is a pipe or socket (fkind), read at entry */
+	__u64 fino2;    /* the same for the second fd (DC_F_PIPE2, DC_F_SOCKET2) */
+	__u32 fkind;    /* DC_F_PIPE, DC_F_SOCKET, DC_F_PIPE2, DC_F_SOCKET2 or 0 */
+	__u32 pad2;
 };
 
 /* The calls in flight on one thread, innermost last. Kept while the thread lives (depth
@@ -91,12 +95,13 @@ static __always_inline void *ring_reserve(__u64 bytes)
 	return rb ? bpf_ringbuf_reserve(rb, bytes, 0) : NULL;
 }
 
-/* Where a path string is read before it is copied into a record of the right size. */
+/* Where a call's path strings (two at most: dc_pinfo.path2) are read before they are
+ * copied into a record of the right size. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct dc_path_event);
+	__type(value, struct dc_path2_event);
 } scratch SEC(".maps");
 
 /* enum dc_stat counters, per CPU. */
@@ -229,6 +234,32 @@ static __always_inline void fd_inode(long fd, __u64 *ino, __u64 *dev)
 	*dev = user_dev(BPF_CORE_READ(i, i_sb, s_dev));
 }
 
+/* The inode and device of fd of the current task, as fd_inode (0 and 0: no such fd), and
+ * what it is when it is no file of a file system: DC_F_PIPE or DC_F_SOCKET (its super
+ * block's s_magic, include/uapi/linux/magic.h; the kernel names such an fd pipe:[INO] or
+ * socket:[INO], fs/pipe.c pipefs_dname, net/socket.c sockfs_dname), else 0. */
+static __always_inline __u32 fd_special(long fd, __u64 *ino, __u64 *dev)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt); /* each read once: this runs
+								 at every fd call's entry */
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file *f = NULL;
+	*ino = 0;
+	*dev = 0;
+	if (fd < 0 || fd >= BPF_CORE_READ(fdt, max_fds) ||
+	    bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return 0;
+	struct inode *i = BPF_CORE_READ(f, f_inode);
+	struct super_block *sb = BPF_CORE_READ(i, i_sb);
+	unsigned long magic = BPF_CORE_READ(sb, s_magic);
+	*ino = BPF_CORE_READ(i, i_ino);
+	if (magic == DC_PIPEFS_MAGIC || magic == DC_SOCKFS_MAGIC)
+		return magic == DC_PIPEFS_MAGIC ? DC_F_PIPE : DC_F_SOCKET; /* named by ino */
+	*dev = user_dev(BPF_CORE_READ(sb, s_dev));
+	return 0;
+}
+
 /* Reads the cookie's aux value through pointer p (+ the cookie's offset): 4 or 8 bytes.
  * Returns DC_F_AUX with *out set, or 0 when p is NULL or the read faults. */
 static __always_inline __u32 read_aux(__u64 cookie, __u64 p, __u64 *out)
@@ -326,8 +357,10 @@ static __always_inline void atomic_max(__u64 *p, __u64 v)
 	}
 }
 
-/* Adds one call (dur ns, bytes when has_bytes) to its aggregate. */
-static __always_inline void agg_add(struct dc_agg_key *k, __u64 dur, __s64 bytes, int has_bytes)
+/* Adds one call (dur ns, bytes asked when has_bytes, bytes moved when has_moved) to its
+ * aggregate. */
+static __always_inline void agg_add(struct dc_agg_key *k, __u64 dur, __s64 bytes, int has_bytes,
+				    __s64 moved, int has_moved)
 {
 	struct dc_agg *a = bpf_map_lookup_elem(&aggs, k);
 	if (!a) {
@@ -349,6 +382,36 @@ static __always_inline void agg_add(struct dc_agg_key *k, __u64 dur, __s64 bytes
 		atomic_min(&a->bytes_min, bytes);
 		atomic_max(&a->bytes_max, bytes);
 	}
+	if (has_moved) {
+		__sync_fetch_and_add(&a->moved_n, 1);
+		__sync_fetch_and_add(&a->moved_sum, moved > 0 ? moved : 0);
+	}
+}
+
+/* The bytes a call moved by rule pi->moved (enum dc_pmoved), from its return value ret,
+ * the bytes asked (when has_bytes) and args; 0 for a failed call. */
+static __always_inline __s64 moved_of(const struct dc_pinfo *pi, long ret, __s64 bytes,
+				      int has_bytes, const __u64 args[DC_MAX_ARGS])
+{
+	__s64 r = pi->ret32 ? (__s64)(int)ret : (__s64)ret, size = 0;
+	for (int i = 0; i < DC_MAX_ARGS; i++)
+		if (i == pi->b1)
+			size = (__s64)args[i];
+	switch (pi->moved) {
+	case DC_PM_RET:
+		return has_bytes && r >= 0 && r <= bytes ? r : 0;
+	case DC_PM_RETANY:
+		return r > 0 ? r : 0;
+	case DC_PM_ITEMS:
+		return r > 0 && size > 0 ? r * size : 0;
+	case DC_PM_ERRCODE:
+		return has_bytes && (int)ret == 0 && bytes > 0 ? bytes : 0;
+	case DC_PM_ASKED:
+		return has_bytes && (int)ret >= 0 && bytes > 0 ? bytes : 0;
+	case DC_PM_ONE:
+		return (int)ret >= 0 ? 1 : 0;
+	}
+	return 0;
 }
 
 /* The file key and bytes of a call described by pi, from its (argument) values. */
@@ -372,9 +435,16 @@ static __always_inline void agg_key_bytes(const struct dc_pinfo *pi, const __u64
 	k->fdev = 0;
 	switch (pi->key) {
 	case DC_PK_FD:
-	case DC_PK_AUXFD: {
-		long fd = pi->key == DC_PK_FD ? (long)(int)a1 : (aux_ok ? (long)(int)aux : -1);
-		fd_inode(fd, &k->fkey, &k->fdev);
+	case DC_PK_AUXFD:
+	case DC_PK_STREAM: {
+		long fd = pi->key == DC_PK_FD ? (long)(int)a1 : pi->key == DC_PK_STREAM ? pi->k1 :
+			  (aux_ok ? (long)(int)aux : -1);
+		__u32 special = fd_special(fd, &k->fkey, &k->fdev);
+		if (special) { /* a pipe or socket: named by its inode alone */
+			k->kind = special == DC_F_PIPE ? DC_AGG_PIPE : DC_AGG_SOCKET;
+			k->fdev = 0;
+			break;
+		}
 		k->kind = k->fkey ? DC_AGG_INODE : DC_AGG_NOFILE;
 		break;
 	}
@@ -424,10 +494,12 @@ static __always_inline void agg_key_bytes(const struct dc_pinfo *pi, const __u64
 }
 
 /* Profile mode: aggregates a finished call of probe `probe`, described by pi, instead of
- * recording it. Returns 1 when it did, 0 when the call must be sent as a record. */
+ * recording it; ret is its return value when has_ret (not for kernel events and
+ * entry-only calls). Returns 1 when it did, 0 when the call must be sent as a record. */
 static __always_inline int profile_call(const struct dc_pinfo *pi, __u32 probe, __u32 tgid,
 					__u64 ts, __u64 now, const __u64 args[DC_MAX_ARGS],
-					__u64 aux, __u32 aux_ok, __u64 iov_bytes)
+					__u64 aux, __u32 aux_ok, __u64 iov_bytes, long ret,
+					int has_ret)
 {
 	if (!pi || pi->record)
 		return 0;
@@ -436,7 +508,9 @@ static __always_inline int profile_call(const struct dc_pinfo *pi, __u32 probe, 
 	__s64 bytes = 0;
 	int has_bytes = 0;
 	agg_key_bytes(pi, args, aux, aux_ok, iov_bytes, &k, &bytes, &has_bytes);
-	agg_add(&k, now - ts, bytes, has_bytes);
+	int has_moved = has_ret && pi->moved != DC_PM_NONE;
+	__s64 moved = has_moved ? moved_of(pi, ret, bytes, has_bytes, args) : 0;
+	agg_add(&k, now - ts, bytes, has_bytes, moved, has_moved);
 	return 1;
 }
 
@@ -505,12 +579,10 @@ static __always_inline int call_enter_at(__u64 cookie, __u64 sp, __u64 a0, __u64
 			return 0;
 		}
 	}
-	__u32 moves = 0;
-	if (cookie & DC_COOKIE_INSN) { /* a Go function's stack moves: no sp judgement */
-		__u32 probe = DC_COOKIE_PROBE(cookie);
-		struct dc_pinfo *pi = bpf_map_lookup_elem(&pinfo, &probe);
+	__u32 moves = 0, probe = DC_COOKIE_PROBE(cookie);
+	struct dc_pinfo *pi = bpf_map_lookup_elem(&pinfo, &probe);
+	if (cookie & DC_COOKIE_INSN) /* a Go function's stack moves: no sp judgement */
 		moves = pi && pi->moves;
-	}
 	if (sp && !moves) {
 		deep_over(st, sp);
 		dc_unwind(st, sp, DC_UW_ENTRY, 0);
@@ -539,6 +611,22 @@ static __always_inline int call_enter_at(__u64 cookie, __u64 sp, __u64 a0, __u64
 		entry_reads(cookie, f);
 	else
 		f->aux_ok = 0;
+	/* a pipe's or socket's fd: its inode, read now (close(2) has none at its return);
+	 * in profile mode only for calls that travel as records (the rest are keyed by
+	 * agg_key_bytes) */
+	f->fkind = 0;
+	if (pi && (pi->key == DC_PK_FD || pi->key == DC_PK_AUXFD || pi->key == DC_PK_STREAM) &&
+	    (!profile_ns || pi->record)) {
+		long fd = pi->key == DC_PK_FD ? (long)(int)arg_at(f, pi->k1)
+			: pi->key == DC_PK_STREAM ? (long)pi->k1
+			: f->aux_ok ? (long)(int)f->aux : -1;
+		__u64 dev;
+		f->fkind = fd_special(fd, &f->fino, &dev);
+		if (pi->key == DC_PK_FD && pi->k2) {
+			__u32 k = fd_special((long)(int)arg_at(f, pi->k2 - 1), &f->fino2, &dev);
+			f->fkind |= k == DC_F_PIPE ? DC_F_PIPE2 : k == DC_F_SOCKET ? DC_F_SOCKET2 : 0;
+		}
+	}
 	f->sp = sp;
 	f->moves = moves;
 	st->depth = d + 1;
@@ -571,9 +659,14 @@ static __always_inline void fill_call(struct dc_event *e, struct dc_frame *f, __
 	e->ret = ret;
 	e->iov_bytes = f->iov_bytes;
 	e->flags = f->aux_ok;
-	e->pad = 0;
+	e->path2_len = 0;
 	e->ino = 0;
 	e->dev = 0;
+	if (f->fkind) { /* a pipe's or socket's fd (call_enter_at) */
+		e->flags |= f->fkind;
+		e->ino = f->fkind & (DC_F_PIPE | DC_F_SOCKET) ? f->fino : 0;
+		e->dev = f->fkind & (DC_F_PIPE2 | DC_F_SOCKET2) ? f->fino2 : 0;
+	}
 	e->aux = f->aux_ok ? f->aux : 0;
 	for (int i = 0; i < DC_MAX_ARGS; i++)
 		e->args[i] = f->args[i];
@@ -710,23 +803,65 @@ static __always_inline void call_return(__u64 cookie, long ret)
 	if (top > d) /* the frames above this probe's own */
 		dc_unwind(st, 0, DC_UW_POP, d + 1);
 	__u64 parent = d > 0 ? st->f[(d - 1) & (DC_MAX_DEPTH - 1)].id : 0;
-	__u32 path = DC_COOKIE_PATH(cookie) - 1;
+	__u32 path = DC_COOKIE_PATH(cookie) - 1, probe = DC_COOKIE_PROBE(cookie), zero = 0;
 	if (cookie >> 32)
 		return_reads(cookie, f, ret);
-	if (profile_ns) { /* one lookup of the probe's profile description per call */
-		__u32 probe = DC_COOKIE_PROBE(cookie);
-		struct dc_pinfo *pi = bpf_map_lookup_elem(&pinfo, &probe);
+	/* one lookup of the probe's description per call: profile mode, a second string, a
+	 * string's length as the bytes asked */
+	struct dc_pinfo *pi = bpf_map_lookup_elem(&pinfo, &probe);
+	struct dc_path2_event *sc = NULL;
+	if (pi && pi->slen >= 1 && pi->slen <= DC_MAX_ARGS) {
+		/* fputs: the string's length, read at return (the call has read it, so its
+		 * page is resident; at entry a literal's page may not be yet) */
+		sc = bpf_map_lookup_elem(&scratch, &zero);
+		long n = sc ? bpf_probe_read_user_str(sc->path2, sizeof(sc->path2),
+						       (const void *)arg_at(f, pi->slen - 1)) : 0;
+		f->iov_bytes = n > 0 ? n - 1 + pi->slen_add : 0;
+	}
+	if (profile_ns) {
 		note_handle(pi, tgid, f, ret);
 		if (profile_call(pi, probe, tgid, f->ts, now, f->args, f->aux, f->aux_ok,
-				 f->iov_bytes)) {
+				 f->iov_bytes, ret, 1)) {
 			st->depth = d;
 			return;
 		}
 	}
 
-	__u32 zero = 0;
-	struct dc_path_event *sc = path < DC_MAX_ARGS ? bpf_map_lookup_elem(&scratch, &zero) : NULL;
-	if (sc) {
+	sc = path < DC_MAX_ARGS ? bpf_map_lookup_elem(&scratch, &zero) : NULL;
+	/* a second string (rename's newpath): the probe's description says which */
+	__u32 p2 = sc && pi ? pi->path2 : 0;
+	if (sc && p2 >= 1 && p2 <= DC_MAX_ARGS) {
+		long n = bpf_probe_read_user_str(sc->path, sizeof(sc->path),
+						 (const void *)f->args[path]);
+		long n2 = bpf_probe_read_user_str(sc->path2, sizeof(sc->path2),
+						  (const void *)arg_at(f, p2 - 1));
+		struct dc_path2_event *pe;
+		__u64 bytes;
+		if (n <= DC_PATH_SMALL && n2 <= DC_PATH_SMALL) {
+			bytes = sizeof(pe->e) + 2 * DC_PATH_SMALL;
+			pe = ring_reserve(sizeof(pe->e) + 2 * DC_PATH_SMALL);
+			if (pe) {
+				bpf_probe_read_kernel(pe->path, DC_PATH_SMALL, sc->path);
+				bpf_probe_read_kernel(pe->path + DC_PATH_SMALL, DC_PATH_SMALL,
+						      sc->path2);
+			}
+		} else {
+			bytes = sizeof(*pe);
+			pe = ring_reserve(sizeof(*pe));
+			if (pe) {
+				bpf_probe_read_kernel(pe->path, DC_PATH_MAX, sc->path);
+				bpf_probe_read_kernel(pe->path2, DC_PATH_MAX, sc->path2);
+			}
+		}
+		if (!pe) {
+			count_stat(DC_STAT_LOST);
+		} else {
+			fill_call(&pe->e, f, tgid, tid, d, parent, now, ret);
+			pe->e.path_len = n > 0 ? n : 0;
+			pe->e.path2_len = n2 > 0 ? n2 : 0;
+			ring_submit(pe, bytes, 1);
+		}
+	} else if (sc) {
 		/* read at return: the kernel has faulted the string's page in by now; then
 		 * send it in the smallest record class it fits, to spare the ring buffer */
 		long n = bpf_probe_read_user_str(sc->path, sizeof(sc->path),
@@ -826,7 +961,7 @@ static __always_inline int emit_record(__u64 cookie, __u32 tgid, __u32 tid, __u6
 	if (profile_ns) {
 		__u32 probe = DC_COOKIE_PROBE(cookie);
 		if (profile_call(bpf_map_lookup_elem(&pinfo, &probe), probe, tgid, ts, ts + dur,
-				 args, 0, 0, 0))
+				 args, 0, 0, 0, 0, 0))
 			return 0;
 	}
 	struct dc_event *e = ring_reserve(sizeof(*e));
@@ -847,7 +982,7 @@ static __always_inline int emit_record(__u64 cookie, __u32 tgid, __u32 tid, __u6
 	e->ret = 0;
 	e->iov_bytes = 0;
 	e->flags = flags;
-	e->pad = 0;
+	e->path2_len = 0;
 	e->ino = 0;
 	e->dev = 0;
 	e->aux = 0;

@@ -174,7 +174,11 @@ enum dc_kind {
 
 /* One ring buffer record. Calls with a path argument are followed in the same record by
  * path_len bytes of the string (NUL included): the record is then a struct dc_path_event
- * cut to sizeof(struct dc_event) + DC_PATH_SMALL bytes when the path fits in that. */
+ * cut to sizeof(struct dc_event) + DC_PATH_SMALL bytes when the path fits in that. A call
+ * with a second string (dc_pinfo.path2: rename, link, symlink) whose string was read
+ * (path2_len > 0) is a struct dc_path2_event, the second string at path2; cut to
+ * sizeof(struct dc_event) + 2 * DC_PATH_SMALL bytes, the second string at path +
+ * DC_PATH_SMALL, when both fit in DC_PATH_SMALL. */
 struct dc_event {
 	unsigned int kind;        /* enum dc_kind */
 	unsigned int probe;       /* probe index (DC_COOKIE_PROBE) */
@@ -190,7 +194,7 @@ struct dc_event {
 	long long ret;            /* return value (rax) */
 	unsigned long long iov_bytes; /* sum of iov_len over the iovec argument, if any */
 	unsigned int flags;       /* DC_F_* */
-	unsigned int pad;
+	unsigned int path2_len;   /* bytes of the second string (NUL included), 0: none */
 	unsigned long long ino;   /* open calls: the inode of the returned fd (0: unknown) */
 	unsigned long long dev;   /* and its device, st_dev encoding */
 	unsigned long long aux;   /* the value read through a pointer (cookie bits 32..47): a
@@ -214,10 +218,24 @@ struct dc_event {
 			       longjmp unwound it), found when a later probe hit of the
 			       thread saw its frame dead: dur up to then, no ret (written
 			       with "unwound": 1); "Return instructions" above */
+#define DC_F_PIPE       32  /* the call's fd (dc_pinfo key: args[k1] or a FILE's) is a pipe
+			       (pipefs, PIPEFS_MAGIC): ino is its inode, read at entry */
+#define DC_F_SOCKET     64  /* the same for a socket (sockfs, SOCKFS_MAGIC) */
+#define DC_F_PIPE2      128 /* its second fd (dc_pinfo k2: splice's fd_out) is a pipe: dev
+			       holds that pipe's inode (a pipe needs no device to be named) */
+#define DC_F_SOCKET2    256 /* the same for a socket */
+#define DC_PIPEFS_MAGIC 0x50495045 /* include/uapi/linux/magic.h */
+#define DC_SOCKFS_MAGIC 0x534F434B
 
 struct dc_path_event {
 	struct dc_event e;
 	char path[DC_PATH_MAX];
+};
+
+struct dc_path2_event {
+	struct dc_event e;
+	char path[DC_PATH_MAX];
+	char path2[DC_PATH_MAX];
 };
 
 /* Async I/O (bpf/aio.bpf.c, probes/aio.yaml, layer AIO): one DC_EV_CALL record per
@@ -253,6 +271,7 @@ enum dc_pkey {          /* what names the file of a call */
 	DC_PK_HANDLE,       /* args[k1] is a handle (DIR *, MPI_File) */
 	DC_PK_AUXHANDLE,    /* aux is a handle */
 	DC_PK_INODE,        /* args[k1] is an inode number, args[k2] its device */
+	DC_PK_STREAM,       /* the fd is k1 itself: a standard stream's (printf: stdout, 1) */
 };
 enum dc_pbytes {        /* the call's bytes: the `count` its trace event carries */
 	DC_PB_NONE = 0,
@@ -263,15 +282,38 @@ enum dc_pbytes {        /* the call's bytes: the `count` its trace event carries
 	DC_PB_MUL32,        /* (int)args[b1] * args[b2] (Open MPI: elements x datatype size) */
 	DC_PB_MPICH,        /* (int)args[b1] x the size in MPICH builtin handle args[b2] */
 };
+enum dc_pmoved {        /* the bytes a call moved, from its return value (the rule of
+			   python/datacrumbs/analysis.py moved_bytes and core/consumer.c
+			   record_moved); 0 for a failed call */
+	DC_PM_NONE = 0,     /* no such figure (no byte count, or ret is no byte count) */
+	DC_PM_RET,          /* ret when 0 <= ret <= the bytes asked (read, write, AIO ops);
+			       a larger ret is no byte count (fgets' buffer pointer) */
+	DC_PM_RETANY,       /* ret when >= 0, no count to bound it (fprintf, getline) */
+	DC_PM_ITEMS,        /* ret (items) x args[b1] (fread, fwrite: the size) */
+	DC_PM_ERRCODE,      /* the bytes asked when ret is 0 (MPI_SUCCESS: all moved) */
+	DC_PM_ASKED,        /* the bytes asked when (int)ret >= 0 (fputs, puts: nonnegative on
+			       success, EOF on error; glibc's fputs returns 1) */
+	DC_PM_ONE,          /* 1 when (int)ret >= 0 (fputc, fgetc: the byte, or EOF) */
+};
 struct dc_pinfo {
 	unsigned char record;  /* 1: sent as a record even in profile mode (it names a path
 				  or changes the fd tables: the user side needs it) */
-	unsigned char key, k1, k2;  /* enum dc_pkey and its argument indexes */
+	unsigned char key, k1, k2;  /* enum dc_pkey and its argument indexes; for DC_PK_FD, k2
+				       is 1 + the index of a second fd argument (0: none) */
 	unsigned char bytes, b1, b2; /* enum dc_pbytes and its argument indexes */
 	unsigned char hopen;   /* the call opens a handle: 1 the aux value (MPI_File_open's,
 				  when it returns 0), 2 the return value (opendir, non-NULL) */
 	unsigned char moves;   /* 1: the function runs on stacks that move (Go goroutines):
 				  its frames are paired by probe, not by stack pointer */
+	unsigned char moved;   /* enum dc_pmoved: the bytes moved, from ret */
+	unsigned char ret32;   /* 1: ret is a C int (only its low 32 bits are defined) */
+	unsigned char path2;   /* 1 + index of a second string argument (rename's newpath,
+				  symlink's target), read at return after the cookie's path
+				  into a struct dc_path2_event; 0: none */
+	unsigned char slen;    /* 1 + index of a string argument whose length (+ slen_add)
+				  is the bytes asked, read at entry into dc_frame.iov_bytes
+				  (fputs, puts); 0: none */
+	unsigned char slen_add;
 };
 
 /* What names the file of an aggregate (dc_agg_key.kind). */
@@ -280,6 +322,8 @@ enum dc_agg_kind {
 	DC_AGG_INODE = 1,   /* fkey the inode, fdev its device */
 	DC_AGG_HANDLE = 2,  /* fkey the id of the call that opened the handle (its record
 			       names the file) */
+	DC_AGG_PIPE = 3,    /* fkey a pipe's inode (pipefs): named pipe:[fkey] */
+	DC_AGG_SOCKET = 4,  /* fkey a socket's inode (sockfs): named socket:[fkey] */
 };
 
 /* An aggregate of profile mode: one per process, probe, interval and file. */
@@ -295,7 +339,9 @@ struct dc_agg {
 	unsigned long long count;   /* calls */
 	unsigned long long dur_sum, dur_min, dur_max;       /* ns */
 	unsigned long long bytes_n; /* calls with a byte count */
-	unsigned long long bytes_sum, bytes_min, bytes_max;
+	unsigned long long bytes_sum, bytes_min, bytes_max; /* bytes asked */
+	unsigned long long moved_n;   /* calls with a bytes-moved figure (enum dc_pmoved) */
+	unsigned long long moved_sum; /* bytes moved */
 };
 
 /* Per-process state kept in the `traced` map, keyed by tgid. */

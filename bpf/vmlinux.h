@@ -108,6 +108,7 @@ struct task_struct {
 
 struct super_block {
 	dev_t s_dev;
+	unsigned long s_magic;
 };
 
 struct inode {

@@ -914,7 +914,9 @@ enum dc_pbytes dc_probe_bytes(const struct dc_probe *p, unsigned char *b1, unsig
 		const struct dc_arg *a = &f->args[i];
 		switch (a->kind) {
 		case DC_ARG_IOV:
-			kind = DC_PB_IOV;
+		case DC_ARG_TEXT:
+		case DC_ARG_LINE:
+			kind = DC_PB_IOV; /* the iovec sum, or the string's length: iov_bytes */
 			break;
 		case DC_ARG_LONG:
 		case DC_ARG_INT:
@@ -954,6 +956,34 @@ enum dc_pbytes dc_probe_bytes(const struct dc_probe *p, unsigned char *b1, unsig
 		*b2 = dtype;
 	}
 	return kind;
+}
+
+enum dc_pmoved dc_probe_moved(const struct dc_probe *p, enum dc_pbytes bytes)
+{
+	static const char *const ret_is_bytes[] = { "fprintf", "vfprintf", "getline", "getdelim",
+						    "printf", "vprintf", "dprintf", "vdprintf" };
+	static const char *const one_byte[] = { "fputc", "putc", "putchar", "fgetc", "getc",
+						"getchar" };
+	const struct dc_func *f = p->func;
+	for (int i = 0; i < f->nargs; i++)
+		if (f->args[i].kind == DC_ARG_TEXT || f->args[i].kind == DC_ARG_LINE)
+			return DC_PM_ASKED; /* fputs, puts: nonnegative on success */
+	for (size_t i = 0; i < sizeof(one_byte) / sizeof(one_byte[0]); i++)
+		if (f->ret_kind == DC_RET_INT && !strcmp(f->name, one_byte[i]))
+			return DC_PM_ONE;
+	int returns = f->ret_kind == DC_RET_INT || f->ret_kind == DC_RET_LONG;
+	if (p->mech == DC_MECH_TRACEPOINT && f->ret_kind != DC_RET_LONG)
+		return DC_PM_NONE; /* a kernel event (page cache, block): no return value */
+	if (bytes == DC_PB_MUL)
+		return returns ? DC_PM_ITEMS : DC_PM_NONE;
+	if (bytes == DC_PB_MUL32 || bytes == DC_PB_MPICH)
+		return f->ret_kind == DC_RET_ERRCODE ? DC_PM_ERRCODE : DC_PM_NONE;
+	if (bytes != DC_PB_NONE)
+		return returns ? DC_PM_RET : DC_PM_NONE;
+	for (size_t i = 0; i < sizeof(ret_is_bytes) / sizeof(ret_is_bytes[0]); i++)
+		if (returns && !strcmp(f->name, ret_is_bytes[i]))
+			return DC_PM_RETANY;
+	return DC_PM_NONE;
 }
 
 /* The arguments of the kernel's io_uring_complete tracepoint, from its prototype in the
@@ -1053,7 +1083,7 @@ static struct dc_pinfo pinfo_of(const struct dc_probe *p)
 {
 	const struct dc_func *f = p->func;
 	struct dc_pinfo pi = { 0 };
-	int ino = -1, dev = -1;
+	int ino = -1, dev = -1, paths = 0;
 	pi.record = f->effect != DC_FX_NONE;
 	pi.moves = p->go;
 	pi.hopen = f->effect == DC_FX_HOPEN ? 1
@@ -1061,13 +1091,28 @@ static struct dc_pinfo pinfo_of(const struct dc_probe *p)
 	for (int i = 0; i < f->nargs; i++) {
 		const struct dc_arg *a = &f->args[i];
 		switch (a->kind) {
-		case DC_ARG_PATH:
+		case DC_ARG_PATH: /* the cookie has the first; a second one is path2 */
+			if (paths++ == 1 && !pi.path2)
+				pi.path2 = i + 1;
 			pi.record = 1;
+			break;
+		case DC_ARG_ADDR: /* msync: the consumer's mappings name its file */
+			pi.record = 1;
+			break;
+		case DC_ARG_TARGET:
+			pi.path2 = i + 1;
+			break;
+		case DC_ARG_TEXT:
+		case DC_ARG_LINE:
+			pi.slen = i + 1;
+			pi.slen_add = a->kind == DC_ARG_LINE;
 			break;
 		case DC_ARG_FD:
 			if (!pi.key) {
 				pi.key = DC_PK_FD;
 				pi.k1 = i;
+			} else if (pi.key == DC_PK_FD && !pi.k2) {
+				pi.k2 = i + 1; /* splice's fd_out: a pipe of it is named too */
 			}
 			break;
 		case DC_ARG_FILE:
@@ -1096,7 +1141,13 @@ static struct dc_pinfo pinfo_of(const struct dc_probe *p)
 		pi.k1 = ino;
 		pi.k2 = dev;
 	}
+	if (f->stream && !pi.key) { /* printf: stdout's fd */
+		pi.key = DC_PK_STREAM;
+		pi.k1 = f->stream - 1;
+	}
 	pi.bytes = dc_probe_bytes(p, &pi.b1, &pi.b2);
+	pi.moved = dc_probe_moved(p, pi.bytes);
+	pi.ret32 = f->ret_kind != DC_RET_LONG;
 	return pi;
 }
 

@@ -126,6 +126,17 @@ int dc_bpf_set_holdable(struct dc_bpf *b, int tid, int state);
 /* Thread tid's state in the `holdable` map: DC_HOLD_SEIZED, DC_HOLD_HELD, or 0 (none). */
 int dc_bpf_holdable(const struct dc_bpf *b, int tid);
 
+/* The bytes a call of probe p moved, from its return value: one rule (enum dc_pmoved,
+ * bpf/datacrumbs.h) for profile mode's BPF sums, the consumer's totals and
+ * python/datacrumbs/analysis.py moved_bytes. bytes is dc_probe_bytes(p): ITEMS for size x
+ * nmemb (fread: ret items), ERRCODE for an MPI count with `ret: errcode` (MPI_SUCCESS: all
+ * asked moved), RET for any other count when the function returns one (`ret: int` or
+ * `long`; a tracepoint only with `ret: long`), RETANY for fprintf, vfprintf, getline,
+ * getdelim, printf, vprintf, dprintf, vdprintf (ret is the bytes, fprintf(3), getline(3)),
+ * ASKED for a `text` or `line` argument (fputs, puts: all asked on a nonnegative ret),
+ * ONE for fputc, putc, putchar, fgetc, getc, getchar (a byte, or EOF), else NONE. */
+enum dc_pmoved dc_probe_moved(const struct dc_probe *p, enum dc_pbytes bytes);
+
 /* The probe table, indexed by DC_COOKIE_PROBE of an event. */
 const struct dc_probe *dc_bpf_probe(const struct dc_bpf *b, unsigned idx);
 unsigned dc_bpf_nprobes(const struct dc_bpf *b);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fdtable.h"
@@ -25,6 +26,12 @@ struct seen {
 	int rank;       /* MPI rank from the environment at exec, -1 unknown */
 	int ranked;     /* its PR record is written */
 	int trusted;    /* rank given by the launcher (site mode: slurmstepd), not the env */
+	int named;      /* its thread_name record is written (thread entries) */
+	unsigned next_kid;
+	/* thread entries: the bytes the reads nested in a still open call moved, by that
+	 * call's id (0: a free slot); a call's children arrive before it, and at most
+	 * DC_MAX_DEPTH calls of a thread are open at once */
+	uint64_t kid_parent[DC_MAX_DEPTH], kid_bytes[DC_MAX_DEPTH];
 };
 
 struct dc_consumer {
@@ -38,7 +45,8 @@ struct dc_consumer {
 	int want_inodes;           /* a probe records inodes: map opened paths to them */
 	int want_ranks;            /* a probe has the `rank` effect (MPI_Init) */
 	signed char *flags_arg;    /* per probe: index of its `uint flags` arg, -1 none */
-	struct dc_pinfo *bytes;    /* per probe: its bytes rule (dc_probe_bytes; bytes, b1, b2) */
+	struct dc_pinfo *bytes;    /* per probe: its bytes rule (dc_probe_bytes; bytes, b1, b2)
+				      and bytes-moved rule (dc_probe_moved; moved) */
 	unsigned nknown;           /* probes flags_arg and bytes cover */
 	dc_dlstate_fn on_dlstate;  /* DC_EV_DLSTATE records go there (NULL: ignored) */
 	void *dlstate_arg;
@@ -49,6 +57,8 @@ struct dc_consumer {
 	struct dc_record rec;      /* reused for every event */
 	char path[DC_PATH_MAX * 2];
 	char rpath[DC_PATH_MAX * 2]; /* the kernel's path of it (dc_files_real) */
+	char path2[DC_PATH_MAX * 2]; /* the same two for a call's second string */
+	char rpath2[DC_PATH_MAX * 2];
 };
 
 static uint64_t hash64(uint64_t k)
@@ -124,8 +134,9 @@ static void mark_rank(struct dc_consumer *c, int pid)
 static void see_thread(struct dc_consumer *c, int pid, int tid)
 {
 	int added;
-	seen_slot(c, (uint64_t)pid << 32 | (uint32_t)tid, &added);
-	if (added) {
+	struct seen *s = seen_slot(c, (uint64_t)pid << 32 | (uint32_t)tid, &added);
+	if (!s->named) {
+		s->named = 1;
 		char name[16];
 		snprintf(name, sizeof(name), "%d", tid);
 		dc_writer_meta(c->w, "thread_name", pid, tid, name, "thread_name");
@@ -179,6 +190,10 @@ static int call_ok(const struct dc_func *f, int64_t ret)
 struct decoded {
 	int fdi, dirfdi, inoi, devi;
 	int fd2i;            /* a second fd argument (copy_file_range's fd_out), -1 none */
+	int dirfd2i;         /* a second dirfd (renameat's newdirfd), -1 none */
+	int target;          /* the second string is a symlink's target (kind `target`) */
+	int addri;           /* an address in a mapping (msync's), -1 none */
+	int sizei;           /* the `long size` argument (mmap's length), -1 none */
 	int64_t fd;          /* a FILE *'s fd (aux), -1 none */
 	int has_handle;
 	uint64_t handle;     /* DIR *, MPI_File: the handle the event is about */
@@ -260,6 +275,14 @@ static void apply_effect(struct dc_consumer *c, struct dc_proc_files *pf,
 	case DC_FX_RANK:
 		mark_rank(c, e->pid);
 		break;
+	case DC_FX_MMAP: /* MAP_ANONYMOUS (fd -1) maps no file, but replaces what was there */
+		if (d->sizei >= 0)
+			dc_files_map(pf, (uint64_t)ret, e->args[d->sizei], fd >= 0 ? fdpath : NULL);
+		break;
+	case DC_FX_MUNMAP:
+		if (d->sizei >= 0 && d->addri >= 0)
+			dc_files_unmap(pf, e->args[d->addri], e->args[d->sizei]);
+		break;
 	case DC_FX_NONE:
 		break;
 	}
@@ -275,6 +298,41 @@ static int64_t record_bytes(const struct dc_record *r, const struct dc_probe *pr
 		if (!r->args[i].is_str && (!strcmp(r->args[i].key, "count") ||
 					   (tp && !strcmp(r->args[i].key, "size"))))
 			return r->args[i].i;
+	return -1;
+}
+
+/* The bytes call e (record r, ret as record_ret gave it) moved, by the probe's rule
+ * (dc_probe_moved, the one BPF applies in profile mode): ret bounded by the count, fread's
+ * ret items x size, an MPI call's bytes from its MPI_Status (the `status` argument) or,
+ * without one (MPI_STATUS_IGNORE), the count when it returned MPI_SUCCESS. -1: the call
+ * has no such figure (or did not return). */
+static int64_t record_moved(const struct dc_record *r, const struct dc_probe *pr,
+			    const struct dc_pinfo *rule, const struct dc_event *e, int64_t ret,
+			    int finished)
+{
+	if (rule->moved == DC_PM_NONE || !finished)
+		return -1;
+	int64_t asked = record_bytes(r, pr), size = (int64_t)e->args[rule->b1];
+	switch (rule->moved) {
+	case DC_PM_RET:
+		return asked >= 0 && ret >= 0 && ret <= asked ? ret : 0;
+	case DC_PM_RETANY:
+		return ret > 0 ? ret : 0;
+	case DC_PM_ITEMS:
+		return ret > 0 && size > 0 ? ret * size : 0;
+	case DC_PM_ASKED:
+		return asked > 0 && (int)ret >= 0 ? asked : 0;
+	case DC_PM_ONE:
+		return (int)ret >= 0 ? 1 : 0;
+	case DC_PM_ERRCODE:
+		for (int i = 0; i < pr->func->nargs; i++)
+			if (pr->func->args[i].kind == DC_ARG_STATUS)
+				for (int k = 0; k < r->nargs; k++)
+					if (!r->args[k].is_str &&
+					    !strcmp(r->args[k].key, pr->func->args[i].name))
+						return r->args[k].i > 0 ? r->args[k].i : 0;
+		return asked > 0 && ret == 0 ? asked : 0;
+	}
 	return -1;
 }
 
@@ -351,8 +409,19 @@ static void record_args(struct dc_consumer *c, struct dc_record *r, const struct
 			dc_rec_int(r, a->name, (int)v);
 			break;
 		case DC_ARG_DIRFD:
-			d->dirfdi = i;
+			if (d->dirfdi < 0)
+				d->dirfdi = i;
+			else
+				d->dirfd2i = i;
 			dc_rec_int(r, a->name, (int)v);
+			break;
+		case DC_ARG_TARGET:
+			d->target = 1;
+			break;
+		case DC_ARG_TEXT: /* its length, read by BPF */
+		case DC_ARG_LINE:
+			if (!(e->flags & (DC_F_UNFINISHED | DC_F_UNWOUND | DC_F_ENTRY)))
+				dc_rec_int(r, "count", (int64_t)e->iov_bytes);
 			break;
 		case DC_ARG_INT:
 		case DC_ARG_IOVCNT:
@@ -362,7 +431,12 @@ static void record_args(struct dc_consumer *c, struct dc_record *r, const struct
 			dc_rec_int(r, a->name, (unsigned int)v);
 			break;
 		case DC_ARG_LONG:
+			if (!strcmp(a->name, "size"))
+				d->sizei = i;
 			dc_rec_int(r, a->name, (int64_t)v);
+			break;
+		case DC_ARG_ADDR: /* not written: its mapping's file gives fhash */
+			d->addri = i;
 			break;
 		case DC_ARG_MODE: /* open(2): mode is read only with O_CREAT or O_TMPFILE */
 			if (flagsi < 0 || (e->args[flagsi] & O_CREAT) ||
@@ -433,6 +507,8 @@ static void record_args(struct dc_consumer *c, struct dc_record *r, const struct
 	}
 	if (f->effect == DC_FX_FOPEN)
 		d->fd = aux && (int)e->aux >= 0 ? (int)e->aux : -1; /* the returned FILE's */
+	if (f->stream && d->fd < 0 && d->fdi < 0)
+		d->fd = f->stream - 1; /* printf: stdout's */
 	if (d->fd >= 0)
 		dc_rec_int(r, "fd", d->fd);
 	record_count(r, pr, &c->bytes[e->probe], e);
@@ -475,12 +551,65 @@ static int64_t record_ret(struct dc_record *r, const struct dc_probe *pr,
 	return ret;
 }
 
+/* The name of the file (dev, ino) that an open reached by path `got`: the path the run
+ * first saw it opened by (the inode table, dc_files_inode), when that path still names
+ * the same inode (got is a hard link of it: link(2)), else got. So one file has one name
+ * in both modes: profile mode's BPF keys an fd's calls by inode, and the inode table
+ * names them. */
+static const char *one_name(uint64_t dev, uint64_t ino, const char *got)
+{
+	const char *known = dc_files_inode(dev, ino);
+	if (!known || !strcmp(known, got))
+		return got;
+	struct stat st;
+	dc_trust_enter_script(); /* as dc_files_real: the invoking user's view */
+	int same = !stat(known, &st) && (uint64_t)st.st_ino == ino && (uint64_t)st.st_dev == dev;
+	dc_trust_leave_script();
+	return same ? known : got;
+}
+
+/* The second string of call e (epath2: rename's newpath, link's newpath, symlink's
+ * target) as a file: made absolute (against the second dirfd, or, for a symlink's
+ * target, the directory of the link, r->path) and real, kept in r; NULL when unknown.
+ * A target that names its own link's directory gives that directory's path
+ * (symlink(2): a relative target is read from the link's directory). */
+static const char *second_path(struct dc_consumer *c, struct dc_proc_files *pf,
+			       struct dc_record *r, const struct dc_event *e, const char *epath2,
+			       const struct decoded *d)
+{
+	char *buf = c->path2;
+	unsigned cap = sizeof(c->path2);
+	const char *abs;
+	if (d->target) {
+		if (epath2[0] == '/') {
+			abs = dc_files_resolve(pf, 0, 0, epath2, buf, cap);
+		} else {
+			const char *slash = r->path ? strrchr(r->path, '/') : NULL;
+			if (!slash)
+				return NULL;
+			char joined[DC_PATH_MAX * 2];
+			snprintf(joined, sizeof(joined), "%.*s/%s", (int)(slash - r->path), r->path,
+				 epath2);
+			abs = dc_files_resolve(pf, 0, 0, joined, buf, cap);
+		}
+	} else {
+		abs = dc_files_resolve(pf, d->dirfd2i >= 0, d->dirfd2i >= 0 ?
+				       (int)e->args[d->dirfd2i] : 0, epath2, buf, cap);
+	}
+	if (!abs)
+		return NULL;
+	const char *real = dc_files_real(r->pid, -1, 0, 0, abs, c->rpath2, sizeof(c->rpath2));
+	return dc_rec_keep(r, real, strlen(real));
+}
+
 /* Sets r->path to the file call e (of probe pr, returning ret) is about: its path argument
  * made absolute and real, else its fd's, FILE's, handle's or inode's path, copied into r
- * (the fd table may change below), NULL: none; and r->path2 to its second fd's. */
+ * (the fd table may change below), NULL: none; and r->path2 to its second fd's, or its
+ * second string's (epath2, second_path). */
 static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
 			struct dc_record *r, const struct dc_probe *pr, const struct dc_event *e,
-			const char *epath, const struct decoded *d, int64_t ret)
+			const char *epath, const char *epath2, const struct decoded *d,
+			int64_t ret)
 {
 	const struct dc_func *f = pr->func;
 	if (epath) {
@@ -499,6 +628,8 @@ static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
 		} else if (r->path) {
 			real = dc_files_real(r->pid, f->effect == DC_FX_OPEN ? ret : -1, e->dev,
 					     e->ino, r->path, c->rpath, sizeof(c->rpath));
+			if (f->effect == DC_FX_OPEN && e->ino && ret >= 0)
+				real = one_name(e->dev, e->ino, real ? real : r->path);
 		}
 		if (real && strcmp(real, r->path)) {
 			const char *given = dc_rec_keep(r, epath, strlen(epath));
@@ -512,29 +643,101 @@ static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
 		r->path = dc_files_fd_at(pf, d->fd, e->ts);
 	} else if (d->has_handle) {
 		r->path = dc_files_dir(pf, d->handle);
+	} else if (d->addri >= 0) {
+		r->path = dc_files_mapped(pf, e->args[d->addri]);
 	}
 	if (!r->path && d->inoi >= 0 && d->devi >= 0) /* also an fd of no known file: an io_uring
 							fixed file's slot (-1) */
 		r->path = dc_files_inode(e->args[d->devi], e->args[d->inoi]);
+	char special[48];
+	if (!r->path && (e->flags & (DC_F_PIPE | DC_F_SOCKET))) {
+		/* a pipe's or socket's fd, as /proc/PID/fd names it (BPF read its inode) */
+		snprintf(special, sizeof(special), "%s:[%llu]", e->flags & DC_F_PIPE ? "pipe" :
+			 "socket", (unsigned long long)e->ino);
+		r->path = special;
+	}
 	if (r->path) { /* the fd table may change below: keep our own copy */
 		const char *k = dc_rec_keep(r, r->path, strlen(r->path));
 		r->path = k;
 	}
 	/* a call on two files (copy_file_range, sendfile, splice): the second one's path */
 	const char *p2 = d->fd2i >= 0 ? dc_files_fd_at(pf, (int)e->args[d->fd2i], e->ts) : NULL;
+	if (!p2 && d->fd2i >= 0 && (e->flags & (DC_F_PIPE2 | DC_F_SOCKET2))) {
+		snprintf(special, sizeof(special), "%s:[%llu]", e->flags & DC_F_PIPE2 ? "pipe" :
+			 "socket", (unsigned long long)e->dev);
+		p2 = special;
+	}
 	r->path2 = p2 ? dc_rec_keep(r, p2, strlen(p2)) : NULL;
+	if (epath2 && !r->path2)
+		r->path2 = second_path(c, pf, r, e, epath2, d);
+}
+
+/* Is f a read, by its name (read, pread64, readv, preadv2, sys_read, __read_nocancel)? */
+static int is_read(const struct dc_func *f)
+{
+	const char *n = f->name;
+	if (!strncmp(n, "sys_", 4))
+		n += 4;
+	while (*n == '_')
+		n++;
+	return !strncmp(n, "read", 4) ? strncmp(n, "readlink", 8) && strncmp(n, "readdir", 7)
+	       : !strncmp(n, "pread", 5);
+}
+
+/* Trace mode: the bytes moved by the reads nested in a call, for the calls whose own
+ * result does not give their bytes (fscanf: ret is the items assigned). A finished read
+ * of thread (pid, tid) with parent id adds its bytes (moved >= 0) to its parent's slot;
+ * a call takes (and frees) its own slot: returns the bytes, or -1 when none nested. */
+static int64_t nested_reads(struct dc_consumer *c, const struct dc_record *r,
+			    const struct dc_probe *pr, const struct dc_event *e, int64_t moved,
+			    int finished)
+{
+	int added;
+	struct seen *s = seen_slot(c, (uint64_t)r->pid << 32 | (uint32_t)r->tid, &added);
+	int64_t mine = -1;
+	for (int i = 0; i < DC_MAX_DEPTH; i++)
+		if (s->kid_parent[i] == e->id) {
+			mine = (int64_t)s->kid_bytes[i];
+			s->kid_parent[i] = 0;
+		}
+	if (e->parent && finished && moved >= 0 && is_read(pr->func)) {
+		int at = -1;
+		for (int i = 0; i < DC_MAX_DEPTH && at < 0; i++)
+			if (s->kid_parent[i] == e->parent)
+				at = i;
+		for (int i = 0; i < DC_MAX_DEPTH && at < 0; i++)
+			if (!s->kid_parent[i])
+				at = i;
+		if (at < 0) /* slots of calls whose record never came: reuse the oldest */
+			at = s->next_kid++ % DC_MAX_DEPTH;
+		if (s->kid_parent[at] != e->parent) {
+			s->kid_parent[at] = e->parent;
+			s->kid_bytes[at] = 0;
+		}
+		s->kid_bytes[at] += (uint64_t)moved;
+	}
+	return mine;
 }
 
 /* Hands the record of a call on: into profile mode's aggregates (a call BPF could not
  * aggregate), or through the script's on_event to the trace, and into the run's totals. */
 static void deliver(struct dc_consumer *c, struct dc_record *r, const struct dc_probe *pr,
-		    const struct dc_event *e, int finished)
+		    const struct dc_event *e, int finished, int64_t ret)
 {
+	int64_t moved = record_moved(r, pr, &c->bytes[e->probe], e, ret, finished);
+	if (!c->profiling) { /* fscanf: its bytes are what the reads under it moved */
+		int64_t nested = nested_reads(c, r, pr, e, moved, finished);
+		if (nested >= 0 && finished && c->bytes[e->probe].moved == DC_PM_NONE &&
+		    strstr(pr->func->name, "scanf")) {
+			dc_rec_int(r, "bytes", nested);
+			moved = nested;
+		}
+	}
 	if (c->profiling) { /* a call BPF could not aggregate (it names a path); one that
 			       never returned is not a call to count */
 		if (finished)
 			dc_profile_add(c->prof, r->pid, e->probe, e->ts + e->dur, e->dur,
-				       record_bytes(r, pr), r->path);
+				       record_bytes(r, pr), moved, r->path);
 		return;
 	}
 
@@ -547,11 +750,14 @@ static void deliver(struct dc_consumer *c, struct dc_record *r, const struct dc_
 	write_record(c, r);
 	c->written++;
 	if (c->prof)
-		dc_profile_total(c->prof, r->pid, e->probe, e->dur, record_bytes(r, pr), r->path);
+		dc_profile_total(c->prof, r->pid, e->probe, e->dur, record_bytes(r, pr), moved,
+				 r->path);
 }
 
-/* A returned call: decode its args by the probe description, then write it. */
-static void on_call(struct dc_consumer *c, const struct dc_event *e, const char *epath)
+/* A returned call: decode its args by the probe description, then write it. epath and
+ * epath2: the strings of its record (NULL: none). */
+static void on_call(struct dc_consumer *c, const struct dc_event *e, const char *epath,
+		    const char *epath2)
 {
 	const struct dc_probe *pr = dc_bpf_probe(c->bpf, e->probe);
 	if (!pr || (e->probe >= c->nknown && dc_consumer_probes_added(c)))
@@ -565,18 +771,18 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		pf = dc_files_get(e->pid);
 	}
 	struct dc_record *r = &c->rec;
-	struct decoded d = { -1, -1, -1, -1, -1, -1, 0, 0, 0, 0 };
+	struct decoded d = { -1, -1, -1, -1, -1, -1, 0, -1, -1, -1, 0, 0, 0, 0 };
 	record_head(c, r, pr, e);
 	record_args(c, r, pr, e, &d);
 	int64_t ret = record_ret(r, pr, e);
-	record_path(c, pf, r, pr, e, epath, &d, ret);
+	record_path(c, pf, r, pr, e, epath, epath2, &d, ret);
 	int finished = !(e->flags & (DC_F_UNFINISHED | DC_F_ENTRY | DC_F_UNWOUND)) &&
 		       !restarted(pr, ret);
 	if (f->effect != DC_FX_NONE && finished && call_ok(f, ret))
 		apply_effect(c, pf, f, e, ret, r->path, &d);
 	if (pr->hidden)
 		return;
-	deliver(c, r, pr, e, finished);
+	deliver(c, r, pr, e, finished, ret);
 }
 
 /* A traced process exec'd a program that gains privileges (datacrumbs.h DC_EV_EXEC,
@@ -615,6 +821,8 @@ static void on_process(struct dc_consumer *c, const struct dc_event *e, const ch
 		break;
 	}
 	case DC_EV_EXEC: {
+		if (dc_files_find(e->pid)) /* a new address space: no mappings */
+			dc_files_exec(dc_files_find(e->pid));
 		struct seen *p = seen_slot(c, (uint64_t)e->pid << 32, &added);
 		if (epath && !p->trusted) /* a task keeps its "Rank N" */
 			name_process(c, e->pid, base_name(epath));
@@ -642,7 +850,7 @@ static void on_record(void *ctx, const void *data, size_t size)
 	const struct dc_event *e = data;
 	if (size < sizeof(*e) || c->failed)
 		return;
-	const char *path = NULL;
+	const char *path = NULL, *path2 = NULL;
 	if (e->path_len > 0 && e->path_len <= DC_PATH_MAX &&
 	    size >= sizeof(struct dc_event) + e->path_len) {
 		/* BPF NUL-terminates the string */
@@ -650,8 +858,18 @@ static void on_record(void *ctx, const void *data, size_t size)
 		if (pe->path[e->path_len - 1] == 0)
 			path = pe->path;
 	}
+	if (e->kind == DC_EV_CALL && e->path2_len > 0) {
+		/* a second string (bpf/datacrumbs.h struct dc_path2_event): DC_PATH_SMALL after
+		 * the first in a small record, DC_PATH_MAX in a full one */
+		size_t at = size >= sizeof(struct dc_path2_event) ? DC_PATH_MAX : DC_PATH_SMALL;
+		const char *s = (const char *)data + sizeof(struct dc_event) + at;
+		if (e->path2_len <= DC_PATH_MAX && e->path2_len <= (at == DC_PATH_MAX ?
+		    DC_PATH_MAX : DC_PATH_SMALL) && size >= sizeof(struct dc_event) + at +
+		    e->path2_len && s[e->path2_len - 1] == 0)
+			path2 = s;
+	}
 	if (e->kind == DC_EV_CALL)
-		on_call(c, e, path);
+		on_call(c, e, path, path2);
 	else if (e->kind == DC_EV_DLSTATE && c->on_dlstate)
 		c->on_dlstate(c->dlstate_arg, (int)e->pid, (int)e->tid, (int)e->args[0]);
 	else if (e->kind != DC_EV_DLSTATE)
@@ -715,6 +933,7 @@ int dc_consumer_probes_added(struct dc_consumer *c)
 		memset(&c->bytes[i], 0, sizeof(c->bytes[i]));
 		c->bytes[i].bytes = dc_probe_bytes(dc_bpf_probe(c->bpf, i), &c->bytes[i].b1,
 						   &c->bytes[i].b2);
+		c->bytes[i].moved = dc_probe_moved(dc_bpf_probe(c->bpf, i), c->bytes[i].bytes);
 		c->flags_arg[i] = -1;
 		c->want_ranks |= f->effect == DC_FX_RANK;
 		for (int k = 0; k < f->nargs; k++) {

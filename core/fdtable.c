@@ -30,9 +30,17 @@ struct fd_slot {
 	uint64_t closed; /* when the call that closed it started */
 };
 
+/* One file mapping, [start, end). */
+struct map_entry {
+	uint64_t start, end;
+	char *path;
+};
+
 struct dc_proc_files {
 	int pid;
 	char *cwd;
+	struct map_entry *maps; /* unordered; a process maps few files */
+	int nmaps, capmaps;
 	struct fd_slot *fds; /* indexed by fd */
 	long nfds;
 	struct dir_entry *dirs;
@@ -95,6 +103,8 @@ static void free_proc(struct dc_proc_files *p)
 	}
 	for (int i = 0; i < p->ndirs; i++)
 		free(p->dirs[i].path);
+	dc_files_exec(p);
+	free(p->maps);
 	free(p->fds);
 	free(p->dirs);
 	free(p->cwd);
@@ -180,6 +190,68 @@ void dc_files_fork(int parent, int child)
 			dc_files_set_fd(c, i, pp->fds[i].path);
 	for (int i = 0; i < pp->ndirs; i++)
 		dc_files_set_dir(c, pp->dirs[i].dirp, pp->dirs[i].path);
+	for (int i = 0; i < pp->nmaps; i++)
+		dc_files_map(c, pp->maps[i].start, pp->maps[i].end - pp->maps[i].start,
+			     pp->maps[i].path);
+}
+
+/* Adds [start, end) -> path (path owned by the table now). */
+static void map_add(struct dc_proc_files *p, uint64_t start, uint64_t end, char *path)
+{
+	if (p->nmaps == p->capmaps) {
+		p->capmaps = p->capmaps ? 2 * p->capmaps : 8;
+		p->maps = realloc(p->maps, p->capmaps * sizeof(*p->maps));
+		if (!p->maps)
+			dc_oom();
+	}
+	p->maps[p->nmaps++] = (struct map_entry){ start, end, path };
+}
+
+void dc_files_unmap(struct dc_proc_files *p, uint64_t start, uint64_t len)
+{
+	uint64_t end = start + len < start ? UINT64_MAX : start + len;
+	for (int i = 0; i < p->nmaps;) {
+		struct map_entry *m = &p->maps[i];
+		if (m->end <= start || m->start >= end) {
+			i++;
+			continue;
+		}
+		if (m->start < start && m->end > end) /* a hole in the middle: keep both sides */
+			map_add(p, end, p->maps[i].end, dc_xstrdup(p->maps[i].path));
+		m = &p->maps[i];
+		if (m->start < start) {
+			m->end = start;
+			i++;
+		} else if (m->end > end) {
+			m->start = end;
+			i++;
+		} else {
+			free(m->path);
+			p->maps[i] = p->maps[--p->nmaps];
+		}
+	}
+}
+
+void dc_files_map(struct dc_proc_files *p, uint64_t start, uint64_t len, const char *path)
+{
+	dc_files_unmap(p, start, len); /* MAP_FIXED replaces what was there */
+	if (path && len)
+		map_add(p, start, start + len < start ? UINT64_MAX : start + len, dc_xstrdup(path));
+}
+
+const char *dc_files_mapped(const struct dc_proc_files *p, uint64_t addr)
+{
+	for (int i = 0; i < p->nmaps; i++)
+		if (addr >= p->maps[i].start && addr < p->maps[i].end)
+			return p->maps[i].path;
+	return NULL;
+}
+
+void dc_files_exec(struct dc_proc_files *p)
+{
+	for (int i = 0; i < p->nmaps; i++)
+		free(p->maps[i].path);
+	p->nmaps = 0;
 }
 
 /* Is fd (a name under /proc/PID/fd) close-on-exec? /proc/PID/fdinfo/FD "flags:" (octal,
@@ -226,6 +298,11 @@ int dc_files_from_proc(int pid)
 			continue;
 		target[n] = 0;
 		dc_files_set_fd(p, strtol(de->d_name, NULL, 10), target);
+		/* the inode too (the open file itself, through the /proc link): profile mode
+		 * keys an inherited fd's calls (stdout to a file) by it */
+		struct stat st;
+		if (target[0] == '/' && !stat(link, &st))
+			dc_files_set_inode(st.st_dev, st.st_ino, target);
 	}
 	closedir(d);
 	return 0;

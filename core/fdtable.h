@@ -15,7 +15,8 @@ struct dc_proc_files *dc_files_find(int pid);
 void dc_files_fork(int parent, int child);
 /* The process exited: forget it. */
 void dc_files_exit(int pid);
-/* Fills the state from /proc/PID/cwd and /proc/PID/fd (a process we did not see start).
+/* Fills the state from /proc/PID/cwd and /proc/PID/fd (a process we did not see start),
+ * and the inode table from the files its fds hold.
  * Returns 0, or -1 when /proc/PID cannot be read. */
 int dc_files_from_proc(int pid);
 /* Forgets everything (end of run). */
@@ -36,6 +37,15 @@ const char *dc_files_fd_at(const struct dc_proc_files *p, long fd, uint64_t ts);
 /* DIR * (a user address) -> path; path NULL forgets it. */
 void dc_files_set_dir(struct dc_proc_files *p, uint64_t dirp, const char *abs);
 const char *dc_files_dir(const struct dc_proc_files *p, uint64_t dirp);
+
+/* Memory mappings of files: [start, start + len) maps path (mmap(2) of a file; path NULL:
+ * an anonymous mapping, which only replaces what was there); dc_files_unmap forgets the
+ * range (munmap(2)), dc_files_mapped gives the file mapped at addr, or NULL. A fork copies
+ * them; dc_files_exec forgets them all (execve(2) replaces the address space). */
+void dc_files_map(struct dc_proc_files *p, uint64_t start, uint64_t len, const char *path);
+void dc_files_unmap(struct dc_proc_files *p, uint64_t start, uint64_t len);
+const char *dc_files_mapped(const struct dc_proc_files *p, uint64_t addr);
+void dc_files_exec(struct dc_proc_files *p);
 
 /* (st_dev, st_ino) -> the path it was last opened by (any process), for kernel events
  * that only know the inode (page cache). dc_files_note_inode stat(2)s abs now. */

@@ -420,12 +420,70 @@ static int l_probe(lua_State *L)
 	return 0;
 }
 
+/* dc.uprobe's args given per entry of spec.functions (spec at stack index 1): fills
+ * l->gtmpl, one template per glob, with no args where the table names none. Returns 0,
+ * or 1 with the error message pushed (a key that is no entry of functions, a value that
+ * is no list of "KIND NAME" strings, more than DC_PROBE_ARGS of them). */
+static int uprobe_args_by_entry(lua_State *L, struct dc_layer *l)
+{
+	char err[256];
+	l->gtmpl = calloc(l->nglobs, sizeof(*l->gtmpl));
+	if (!l->gtmpl) {
+		lua_pushstring(L, "uprobe: out of memory");
+		return 1;
+	}
+	for (int g = 0; g < l->nglobs; g++)
+		l->gtmpl[g] = l->tmpl; /* tmpl has no args in this form */
+	lua_getfield(L, 1, "args");
+	lua_pushnil(L);
+	while (lua_next(L, -2)) {
+		const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+		int g = 0;
+		while (key && g < l->nglobs && strcmp(l->globs[g], key))
+			g++;
+		if (!key || g == l->nglobs) {
+			luaL_where(L, 1);
+			lua_pushfstring(L, "%suprobe: spec.args: key %s is not an entry of spec.functions "
+					"(give a list of \"KIND NAME\" for every function, or a table from "
+					"entries of functions to such lists)", lua_tostring(L, -1),
+					key ? key : "(not a string)");
+			return 1;
+		}
+		lua_Integer n = lua_istable(L, -1) ? luaL_len(L, -1) : -1;
+		if (n < 0 || n > DC_PROBE_ARGS) {
+			luaL_where(L, 1);
+			lua_pushfstring(L, "%suprobe: spec.args[\"%s\"] must be a list of at most %d "
+					"\"KIND NAME\" strings", lua_tostring(L, -1), key, DC_PROBE_ARGS);
+			return 1;
+		}
+		for (lua_Integer i = 1; i <= n; i++) {
+			lua_geti(L, -1, i);
+			const char *a = lua_tostring(L, -1);
+			if (!a || dc_arg_parse(a, &l->gtmpl[g].args[i - 1], err, sizeof(err))) {
+				luaL_where(L, 1);
+				lua_pushfstring(L, "%suprobe: %s", lua_tostring(L, -1),
+						a ? err : "args must be strings");
+				return 1;
+			}
+			lua_pop(L, 1);
+		}
+		l->gtmpl[g].nargs = (int)n;
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
+	return 0;
+}
+
 /* dc.uprobe(spec): probes functions of any ELF file by name or glob.
  *   spec: { functions = "write_checkpoint*" or { "H5Dwrite", "nc_*" } (fnmatch(3) globs),
  *           file = "CMD" (default: the traced command's binary), a path, or a library's
  *                  soname prefix as the command loads it ("libhdf5.so"),
  *           args = { "int step", "path name", ... } (KIND NAME, as in docs/probes.md,
- *                  the same for every function matched),
+ *                  the same for every function matched), or a table from entries of
+ *                  `functions` to such lists (args = { ["write_checkpoint*"] =
+ *                  { "int step" } }): each function gets the list of the first entry
+ *                  that matched it, none when that entry has none (no register is
+ *                  recorded as an argument the function may not have),
  *           ret = "int" | "long" | "pointer" | "errcode" | "void" (default "long"),
  *           layer = "APP" (the events' cat),
  *           returns = "auto" | "hijack" | "instructions" | "none" (how the calls' returns
@@ -477,8 +535,16 @@ static int l_uprobe(lua_State *L)
 				  "or none)", rs);
 	lua_pop(L, 1);
 	lua_getfield(L, 1, "args");
+	int by_entry = 0; /* args keyed by the entries of functions: read after them */
 	if (!lua_isnil(L, -1)) {
 		luaL_checktype(L, -1, LUA_TTABLE);
+		lua_pushnil(L);
+		while (!by_entry && lua_next(L, -2)) {
+			by_entry = lua_type(L, -2) == LUA_TSTRING;
+			lua_pop(L, by_entry ? 2 : 1);
+		}
+	}
+	if (!lua_isnil(L, -1) && !by_entry) {
 		lua_Integer n = luaL_len(L, -1);
 		if (n > DC_PROBE_ARGS)
 			return luaL_error(L, "uprobe: more than %d args", DC_PROBE_ARGS);
@@ -509,9 +575,13 @@ static int l_uprobe(lua_State *L)
 		if (!g || !*g)
 			return luaL_error(L, "uprobe: function #%d is not a name", i);
 		l->globs[l->nglobs++] = strdup(g);
+		if (!l->globs[l->nglobs - 1])
+			return luaL_error(L, "uprobe: out of memory");
 		lua_pop(L, 1);
 	}
 	lua_pop(L, 1);
+	if (by_entry && uprobe_args_by_entry(L, l))
+		return lua_error(L);
 
 	struct dc_probe_req req = { .layer = l };
 	snprintf(req.where, sizeof(req.where), "%.255s", l->path);
@@ -835,6 +905,9 @@ static void push_row(const struct dc_prow *row, void *arg)
 		lua_pushinteger(L, (lua_Integer)row->bytes_min); lua_setfield(L, -2, "size_min");
 		lua_pushinteger(L, (lua_Integer)row->bytes_max); lua_setfield(L, -2, "size_max");
 	}
+	if (row->moved_n) {
+		lua_pushinteger(L, (lua_Integer)row->moved_sum); lua_setfield(L, -2, "moved_sum");
+	}
 	lua_rawseti(L, -2, luaL_len(L, -2) + 1);
 }
 
@@ -842,7 +915,8 @@ static void push_row(const struct dc_prow *row, void *arg)
  * (and from the records kept on the user side), as a list of
  *   { pid, cat, name, path (absent: no file), ts (interval start, us since the epoch),
  *     count, dur_sum, dur_min, dur_max (us), size_sum, size_min, size_max (bytes asked,
- *     absent when the function has no byte count) }.
+ *     absent when the function has no byte count), moved_sum (bytes moved, from the
+ *     calls' ret: bpf/datacrumbs.h enum dc_pmoved; absent when ret is no byte count) }.
  * An empty list in trace mode and before tracing has begun. */
 static int l_aggregates(lua_State *L)
 {

@@ -26,10 +26,12 @@ static const struct { const char *name; enum dc_arg_kind kind; } arg_kinds[] = {
 	{ "handle", DC_ARG_HANDLE }, { "handle_in", DC_ARG_HANDLE_IN },
 	{ "handle_out", DC_ARG_HANDLE_OUT }, { "long_out", DC_ARG_LONG_OUT },
 	{ "elems", DC_ARG_ELEMS },  { "datatype", DC_ARG_DATATYPE }, { "status", DC_ARG_STATUS },
+	{ "target", DC_ARG_TARGET }, { "text", DC_ARG_TEXT }, { "line", DC_ARG_LINE },
+	{ "addr", DC_ARG_ADDR },
 };
-#define KINDS_LIST "int, uint, long, mode, fd, dirfd, path, iov, iovcnt, dir, ino, dev, " \
-	"file, str, size, nmemb, handle, handle_in, handle_out, long_out, elems, datatype, " \
-	"status, _"
+#define KINDS_LIST "int, uint, long, mode, fd, dirfd, path, target, text, line, addr, iov, " \
+	"iovcnt, dir, ino, dev, file, str, size, nmemb, handle, handle_in, handle_out, " \
+	"long_out, elems, datatype, status, _"
 
 static const struct { const char *name; enum dc_effect fx; } effects[] = {
 	{ "open", DC_FX_OPEN },         { "close", DC_FX_CLOSE },   { "dup", DC_FX_DUP },
@@ -37,10 +39,11 @@ static const struct { const char *name; enum dc_effect fx; } effects[] = {
 	{ "fchdir", DC_FX_FCHDIR },     { "opendir", DC_FX_OPENDIR },
 	{ "fdopendir", DC_FX_FDOPENDIR }, { "closedir", DC_FX_CLOSEDIR },
 	{ "fopen", DC_FX_FOPEN },       { "fclose", DC_FX_FCLOSE }, { "hopen", DC_FX_HOPEN },
-	{ "hclose", DC_FX_HCLOSE },     { "rank", DC_FX_RANK },
+	{ "hclose", DC_FX_HCLOSE },     { "rank", DC_FX_RANK },     { "mmap", DC_FX_MMAP },
+	{ "munmap", DC_FX_MUNMAP },
 };
 #define EFFECTS_LIST "open, close, dup, dup2, fcntl, chdir, fchdir, opendir, fdopendir, " \
-	"closedir, fopen, fclose, hopen, hclose, rank"
+	"closedir, fopen, fclose, hopen, hclose, rank, mmap, munmap"
 
 /* What each effect needs among the arguments (checked so a mistake shows at load time,
  * not as a silently wrong fd table): count of arguments of one kind. */
@@ -52,6 +55,7 @@ static const struct { enum dc_effect fx; enum dc_arg_kind kind; int n; } effect_
 	{ DC_FX_FDOPENDIR, DC_ARG_FD, 1 },  { DC_FX_CLOSEDIR, DC_ARG_DIR, 1 },
 	{ DC_FX_FCLOSE, DC_ARG_FILE, 1 },   { DC_FX_HOPEN, DC_ARG_PATH, 1 },
 	{ DC_FX_HOPEN, DC_ARG_HANDLE_OUT, 1 }, { DC_FX_HCLOSE, DC_ARG_HANDLE_IN, 1 },
+	{ DC_FX_MMAP, DC_ARG_FD, 1 },       { DC_FX_MUNMAP, DC_ARG_ADDR, 1 },
 };
 
 /* State of one load: the file name for messages and the first error. */
@@ -258,12 +262,15 @@ static int parse_arg(struct ctx *c, const yaml_node_t *n, struct dc_arg *a)
 	return 0;
 }
 
-/* Parses the args list into f, and checks the limits the BPF side has: one path, one
- * iovec (with its count), one dirfd and one DIR * per call (bpf/datacrumbs.h cookie). */
+/* Parses the args list into f, and checks the limits the BPF side has: two strings
+ * (`path`, `target`: bpf/common.bpf.h call_return reads a second one, dc_pinfo.path2), two
+ * dirfds (one per path), one iovec (with its count) and one DIR * per call
+ * (bpf/datacrumbs.h cookie). */
 static int parse_args(struct ctx *c, const yaml_node_t *n, struct dc_func *f)
 {
-	static const enum dc_arg_kind once[] = { DC_ARG_PATH, DC_ARG_IOV, DC_ARG_IOVCNT,
-						 DC_ARG_DIRFD, DC_ARG_DIR, DC_ARG_STR, DC_ARG_SIZE,
+	static const enum dc_arg_kind once[] = { DC_ARG_IOV, DC_ARG_IOVCNT, DC_ARG_TARGET,
+						 DC_ARG_TEXT, DC_ARG_LINE, DC_ARG_ADDR,
+						 DC_ARG_DIR, DC_ARG_STR, DC_ARG_SIZE,
 						 DC_ARG_NMEMB, DC_ARG_ELEMS, DC_ARG_DATATYPE };
 	yaml_node_item_t *it;
 	int count[DC_ARG_NKINDS] = { 0 };
@@ -295,6 +302,17 @@ static int parse_args(struct ctx *c, const yaml_node_t *n, struct dc_func *f)
 		if (count[once[i]] > 1)
 			return fail(c, node_line(n), "more than one '%s' argument (at most one "
 				    "is recorded per call)", arg_kinds[once[i]].name);
+	if (count[DC_ARG_PATH] + count[DC_ARG_TARGET] > 2)
+		return fail(c, node_line(n), "more than two string arguments (kinds path, target: "
+			    "at most two are recorded per call)");
+	if (count[DC_ARG_TARGET] && !count[DC_ARG_PATH])
+		return fail(c, node_line(n), "a 'target' argument needs a 'path' argument (the "
+			    "link it is resolved against)");
+	if (count[DC_ARG_DIRFD] > 2)
+		return fail(c, node_line(n), "more than two 'dirfd' arguments (one per path)");
+	if (count[DC_ARG_TEXT] + count[DC_ARG_LINE] + count[DC_ARG_IOV] > 1)
+		return fail(c, node_line(n), "more than one argument of kinds text, line, iov "
+			    "(one byte count is read per call)");
 	if (count[DC_ARG_IOV] != count[DC_ARG_IOVCNT])
 		return fail(c, node_line(n), "an 'iov' argument needs an 'iovcnt' argument "
 			    "and the other way round");
@@ -427,6 +445,16 @@ static int func_field(struct ctx *c, const char *key, const yaml_node_t *k,
 		if ((f->returns = dc_returns_parse(buf)) < 0)
 			return fail(c, node_line(v), "unknown returns '%s' (auto, hijack, "
 				    "instructions or none)", buf);
+	} else if (strcmp(key, "stream") == 0) {
+		char buf[32];
+
+		if (get_string(c, "stream", v, buf, sizeof buf) != 0)
+			return -1;
+		if (strcmp(buf, "stdin") && strcmp(buf, "stdout") && strcmp(buf, "stderr"))
+			return fail(c, node_line(v), "unknown stream '%s' (stdin, stdout or stderr)",
+				    buf);
+		/* their fds 0, 1, 2 (stdin(3)) */
+		f->stream = 1 + (!strcmp(buf, "stdin") ? 0 : !strcmp(buf, "stdout") ? 1 : 2);
 	} else if (strcmp(key, "ret") == 0) {
 		char buf[32];
 
@@ -445,7 +473,7 @@ static int func_field(struct ctx *c, const char *key, const yaml_node_t *k,
 static int parse_func(struct ctx *c, const yaml_node_t *n, struct dc_func *f)
 {
 	static const char *const keys[] = { "name", "symbol", "syscall", "args", "effect", "ret",
-					    "returns", NULL };
+					    "returns", "stream", NULL };
 	struct func_parse fp = { f, NULL, 0 };
 	size_t i;
 
@@ -766,6 +794,7 @@ void dc_layer_free(struct dc_layer *l)
 	for (int i = 0; i < l->nglobs; i++)
 		free(l->globs[i]);
 	free(l->globs);
+	free(l->gtmpl);
 	free(l->funcs);
 	free(l);
 }

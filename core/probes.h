@@ -16,7 +16,9 @@ enum dc_arg_kind {
 	DC_ARG_UINT,     /* C unsigned int (32 bits): flags */
 	DC_ARG_FD,       /* file descriptor (C int) under its name; the first one gives fhash */
 	DC_ARG_DIRFD,    /* dirfd of *at() calls: relative paths resolve against it */
-	DC_ARG_PATH,     /* const char * path: resolved to an absolute path, gives fhash */
+	DC_ARG_PATH,     /* const char * path: resolved to an absolute path, gives fhash; a
+			    second one (rename's newpath) gives path2 (fhash2), resolved
+			    against the second `dirfd` when there are two */
 	DC_ARG_IOV,      /* const struct iovec *: `count` becomes the sum of iov_len */
 	DC_ARG_IOVCNT,   /* number of iovec entries */
 	DC_ARG_DIR,      /* DIR * stream: gives fhash from the opendir that returned it */
@@ -38,6 +40,15 @@ enum dc_arg_kind {
 	DC_ARG_ELEMS,    /* an MPI element count: with a `datatype` arg, count = bytes */
 	DC_ARG_DATATYPE, /* an MPI_Datatype: its size in bytes, where it can be known (core/mpi.h) */
 	DC_ARG_STATUS,   /* an MPI_Status *: the bytes it reports moved, read at return */
+	DC_ARG_TARGET,   /* a symlink's content (symlink(2)'s target): a second string read
+			    at return, resolved against the directory of the call's `path`
+			    (the link); gives path2 (fhash2) */
+	DC_ARG_TEXT,     /* a NUL-terminated string the call writes (fputs' s): count is its
+			    length, read in BPF at entry (up to DC_PATH_MAX - 1 bytes) */
+	DC_ARG_LINE,     /* the same for a string written with a newline after it (puts(3)):
+			    count is its length + 1 */
+	DC_ARG_ADDR,     /* an address in a mapping (msync's addr): not written; the file an
+			    mmap mapped there gives fhash */
 	DC_ARG_NKINDS
 };
 
@@ -74,6 +85,8 @@ enum dc_effect {
 	DC_FX_HOPEN,    /* the handle stored through the `handle_out` arg names the path arg */
 	DC_FX_HCLOSE,   /* the `handle_in` argument's handle is closed */
 	DC_FX_RANK,     /* MPI_Init: the process is an MPI rank (process_name "Rank N") */
+	DC_FX_MMAP,     /* ret (an address) maps the fd argument's file over `size` bytes */
+	DC_FX_MUNMAP,   /* [the addr argument, + `size`) is unmapped */
 };
 
 struct dc_arg {
@@ -102,6 +115,8 @@ struct dc_func {
 				   (core/resolve.c dc_noret_name; bpf/datacrumbs.h bit 30) */
 	int returns;            /* `returns:` how its return is seen, enum dc_returns
 				   (core/retsite.h): 0 auto, chosen per function */
+	int stream;             /* `stream:` 1 + the fd of the standard stream the call works
+				   on without a FILE * argument (printf: stdout, 2), 0: none */
 };
 
 /* How a layer's functions are probed (`mechanism:`). */
@@ -124,6 +139,8 @@ struct dc_layer {
 	char **globs;
 	int nglobs;
 	struct dc_func tmpl;
+	struct dc_func *gtmpl;  /* per glob (args given per entry of `functions`), NULL: every
+				   match is like tmpl */
 	struct dc_func *funcs;
 	int nfuncs;
 };

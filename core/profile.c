@@ -50,6 +50,7 @@ struct dc_profile {
 				 handle) -> its path */
 	uint64_t dropped;    /* counter events the script's callbacks dropped */
 	struct dc_record rec;
+	char special[48];    /* key_path's pipe:[N] or socket:[N] */
 };
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -137,14 +138,20 @@ static void merge(struct dc_agg *into, const struct dc_agg *a)
 		into->bytes_min = a->bytes_min;
 	if (a->bytes_n && a->bytes_max > into->bytes_max)
 		into->bytes_max = a->bytes_max;
+	into->moved_n += a->moved_n;
+	into->moved_sum += a->moved_sum;
 }
 
-static void one_call(struct dc_agg *a, uint64_t dur, int64_t bytes)
+static void one_call(struct dc_agg *a, uint64_t dur, int64_t bytes, int64_t moved)
 {
-	struct dc_agg c = { 1, dur, dur, dur, 0, 0, 0, 0 };
+	struct dc_agg c = { 1, dur, dur, dur, 0, 0, 0, 0, 0, 0 };
 	if (bytes >= 0) {
 		c.bytes_n = 1;
 		c.bytes_sum = c.bytes_min = c.bytes_max = bytes;
+	}
+	if (moved >= 0) {
+		c.moved_n = 1;
+		c.moved_sum = moved;
 	}
 	merge(a, &c);
 }
@@ -187,16 +194,16 @@ struct dc_profile *dc_profile_new(struct dc_bpf *b, struct dc_writer *w,
 }
 
 void dc_profile_add(struct dc_profile *p, int pid, unsigned probe, uint64_t end_ns,
-		    uint64_t dur_ns, int64_t bytes, const char *path)
+		    uint64_t dur_ns, int64_t bytes, int64_t moved, const char *path)
 {
 	unsigned interval = end_ns > p->t0 ? (end_ns - p->t0) / p->interval_ns : 0;
-	one_call(&slot(&p->pending, pid, probe, interval, path)->a, dur_ns, bytes);
+	one_call(&slot(&p->pending, pid, probe, interval, path)->a, dur_ns, bytes, moved);
 }
 
 void dc_profile_total(struct dc_profile *p, int pid, unsigned probe, uint64_t dur_ns,
-		      int64_t bytes, const char *path)
+		      int64_t bytes, int64_t moved, const char *path)
 {
-	one_call(&slot(&p->totals, pid, probe, UINT32_MAX, path)->a, dur_ns, bytes);
+	one_call(&slot(&p->totals, pid, probe, UINT32_MAX, path)->a, dur_ns, bytes, moved);
 }
 
 /* The slot of (pid, id) in the opens table: its entry, or the empty one to fill. */
@@ -221,10 +228,15 @@ void dc_profile_handle(struct dc_profile *p, int pid, uint64_t open_id, const ch
 	p->opens.n++;
 }
 
-/* The path a BPF aggregate's file key names (the inode table, the handles' opens), or
- * NULL. */
+/* The path a BPF aggregate's file key names (the inode table, the handles' opens, a
+ * pipe's or socket's inode as the kernel names it: pipe:[N], socket:[N]), or NULL. */
 static const char *key_path(struct dc_profile *p, const struct dc_agg_key *k)
 {
+	if (k->kind == DC_AGG_PIPE || k->kind == DC_AGG_SOCKET) {
+		snprintf(p->special, sizeof(p->special), "%s:[%llu]",
+			 k->kind == DC_AGG_PIPE ? "pipe" : "socket", (unsigned long long)k->fkey);
+		return p->special;
+	}
 	if (k->kind == DC_AGG_INODE)
 		return dc_files_inode(k->fdev, k->fkey);
 	if (k->kind == DC_AGG_HANDLE && p->opens.cap) {
@@ -316,6 +328,8 @@ static int write_counter(struct dc_profile *p, const struct entry *e)
 		dc_rec_int(r, "size_min", e->a.bytes_min);
 		dc_rec_int(r, "size_max", e->a.bytes_max);
 	}
+	if (e->a.moved_n)
+		dc_rec_int(r, "moved_sum", e->a.moved_sum);
 	if (p->script && dc_script_wants_events(p->script) && !dc_script_event(p->script, r)) {
 		p->dropped++;
 		return 0;
@@ -390,6 +404,7 @@ static void visit(struct dc_profile *p, const struct entry *e,
 		: (p->t0 + (uint64_t)e->interval * p->interval_ns + p->mono_to_real) / 1000,
 		e->a.count, e->a.dur_sum, e->a.dur_min, e->a.dur_max,
 		e->a.bytes_n, e->a.bytes_sum, e->a.bytes_n ? e->a.bytes_min : 0, e->a.bytes_max,
+		e->a.moved_n, e->a.moved_sum,
 	};
 	fn(&row, arg);
 }

@@ -18,6 +18,7 @@ struct dc_prow {
 	uint64_t interval_ts_us; /* start of its interval, us since the epoch; 0 for totals */
 	uint64_t count, dur_sum, dur_min, dur_max;
 	uint64_t bytes_n, bytes_sum, bytes_min, bytes_max; /* bytes_n: calls with a count */
+	uint64_t moved_n, moved_sum; /* bytes moved (from ret), moved_n: calls with that figure */
 };
 
 struct dc_profile;
@@ -32,9 +33,10 @@ struct dc_profile *dc_profile_new(struct dc_bpf *b, struct dc_writer *w,
 
 /* A call that arrived as a record (profile mode: it names a path or changes the fd
  * tables): aggregated here as BPF does the others. end_ns: its return time
- * (CLOCK_MONOTONIC); bytes < 0: none. */
+ * (CLOCK_MONOTONIC); bytes: asked, moved: moved (bpf/datacrumbs.h enum dc_pmoved);
+ * < 0: none. */
 void dc_profile_add(struct dc_profile *p, int pid, unsigned probe, uint64_t end_ns,
-		    uint64_t dur_ns, int64_t bytes, const char *path);
+		    uint64_t dur_ns, int64_t bytes, int64_t moved, const char *path);
 
 /* A handle (MPI_File, DIR *) was opened on path by call open_id of pid: BPF keys the
  * aggregates of calls on that handle by open_id (bpf/common.bpf.h `handles`). */
@@ -42,7 +44,7 @@ void dc_profile_handle(struct dc_profile *p, int pid, uint64_t open_id, const ch
 
 /* A written complete event (trace mode), for the totals. */
 void dc_profile_total(struct dc_profile *p, int pid, unsigned probe, uint64_t dur_ns,
-		      int64_t bytes, const char *path);
+		      int64_t bytes, int64_t moved, const char *path);
 
 /* Reads the BPF aggregates of the intervals that have ended by now_ns (all when final),
  * deletes them from the map, and writes one counter event per (interval, process,

@@ -142,6 +142,7 @@ int dc_noret_name(const char *name)
 struct matches {
 	struct dc_layer *l;
 	int ok;                 /* 0: out of memory */
+	int g;                  /* the glob matching now (its template: l->gtmpl[g]) */
 	int cap;                /* l->funcs has room for this many */
 	struct dc_index ix;     /* name -> l->funcs[]: tens of thousands of matches stay linear */
 };
@@ -182,7 +183,7 @@ static int add_match(const char *name, uint64_t offset, void *arg)
 		return 1;
 	}
 	struct dc_func *f = l->funcs;
-	f[l->nfuncs] = l->tmpl;
+	f[l->nfuncs] = l->gtmpl ? l->gtmpl[m->g] : l->tmpl; /* args as that glob's entry says */
 	snprintf(f[l->nfuncs].name, sizeof(f->name), "%s", name);
 	l->nfuncs++;
 	return 0;
@@ -208,9 +209,10 @@ static int named_exactly(const struct dc_layer *l, const struct dc_index *ix, co
 static int make_custom_funcs(struct dc_layer *l, struct dc_elf_syms *syms, const char *file,
 			     char *err, size_t errlen)
 {
-	struct matches m = { l, 1, l->nfuncs, { { 0 } } };
+	struct matches m = { l, 1, 0, l->nfuncs, { { 0 } } };
 	for (int g = 0; g < l->nglobs && m.ok; g++) {
 		int before = l->nfuncs;
+		m.g = g;
 		dc_elf_sym_glob(syms, l->globs[g], add_match, &m);
 		if (l->nfuncs == before && m.ok)
 			fprintf(stderr, "datacrumbs: warning: %s: no function of %s matches "

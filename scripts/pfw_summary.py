@@ -16,14 +16,15 @@ known by its node and pid), and the function and file tables over all its traces
 A call on two files (copy_file_range, sendfile, splice: `fhash2`) counts on both, its
 bytes read from one and written to the other. Bytes are the bytes moved (the rule of
 datacrumbs.analysis.moved_bytes): an MPI-IO call's `bytes` (from its MPI_Status),
+or its `count` when it returned MPI_SUCCESS without one (MPI_STATUS_IGNORE),
 fread/fwrite's `ret` items x `size`, fprintf's and getline's `ret`, else the `ret` of
 calls that have a `count` arg when it is a byte count (0 < ret <= count: read, write,
 pread...; not fgets' pointer). Time is the sum of
 `dur` (us). The function table counts every event; the file and process tables only
 events not made by another event on a file, so a call and the calls it made (fstat ->
 fstatat, write -> sys_write, MPI_File_write_at -> pwrite) are not counted twice. Counter
-events (profile mode) count as their `count` calls, `size_sum` bytes (asked) and `dur_sum`
-time, in every table. A gzip member cut by a kill is skipped, as check_pfw.py --partial
+events (profile mode) count as their `count` calls, `moved_sum` bytes (moved, by the same rule;
+`size_sum`, asked, where a counter has none) and `dur_sum` time, in every table. A gzip member cut by a kill is skipped, as check_pfw.py --partial
 does. Standard library only."""
 import collections
 import os
@@ -34,7 +35,7 @@ _here = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [p for p in (_here, os.path.join(_here, "..", "python"))
                 if os.path.isdir(os.path.join(p, "datacrumbs"))]
 from datacrumbs import analysis  # noqa: E402  (one rule for both tools)
-from datacrumbs.analysis import moved_bytes  # noqa: E402
+from datacrumbs.analysis import counter_bytes, moved_bytes  # noqa: E402
 
 
 def lines(path, state=None):
@@ -73,7 +74,7 @@ def collect(path, recs=None, closed=None):
             if isinstance(n, int) and n > 0:  # a profile mode counter: n calls
                 pids.add(e.get("pid"))
                 rows.append((e.get("pid"), e.get("tid"), None, "%s %s" % (e.get("cat"), e.get("name")),
-                             files.get(a.get("fhash"), "-"), a.get("size_sum", 0), a.get("dur_sum", 0), n))
+                             files.get(a.get("fhash"), "-"), counter_bytes(a), a.get("dur_sum", 0), n))
             continue
         if e.get("ph") != "X":
             continue

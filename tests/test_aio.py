@@ -238,11 +238,15 @@ equal(got, [("aio_pwritev", 4096, 6000, 6000, None, 1, f),
             ("aio_preadv", 4096, 8192, 6000, None, 4, f),
             ("aio_pread", 1 << 20, 100, 0, None, 5, f),
             ("aio_pread", 0, 100, -1, 14, 6, f),
-            ("aio_pwrite", 0, 10, 10, None, 7, f)],
+            ("aio_pwrite", 0, 10, 10, None, 7, f),
+            ("aio_pwrite", 100, 20, 20, None, 9, f),    # one iocb submitted twice before
+            ("aio_pwrite", 200, 30, 30, None, 10, f)],  # its first was reaped
       "prog_aio: each operation (name, offset, count, ret, errno, aio_data, file); the iocb "
-      "io_submit refused is none")
+      "io_submit refused is none; an iocb submitted again in flight is two operations")
+end = [e for e in events if e.get("name") == "end"][0]
+equal(end["args"]["lost"], 0, "prog_aio: nothing lost")
 sysnames = [e["name"] for e in dctest.calls(events, "SYSCALL") if e["name"].startswith("sys_io_")]
 equal(sorted(set(sysnames)), ["sys_io_destroy", "sys_io_getevents", "sys_io_pgetevents",
                               "sys_io_setup", "sys_io_submit"], "prog_aio: its AIO system calls")
-equal(sysnames.count("sys_io_submit"), 7, "prog_aio: 7 io_submit calls")
+equal(sysnames.count("sys_io_submit"), 9, "prog_aio: 9 io_submit calls")
 dctest.finish()

@@ -132,8 +132,9 @@ def as_nobody(args, **kw):
 def test_check(wd):
     r = as_nobody(["check", "io_posix.lua"])
     t.equal(r.returncode, 0, "check io_posix.lua as nobody (stderr %r)" % r.stderr)
+    # (ld.so's calls are all system calls: no uprobe in it, so it is not listed)
     t.check(re.match(r"^io_posix\.lua: \d+ functions in 3 layers: POSIX \(syscalls: \d+, libc\.so\.6: "
-                     r"\d+, ld-linux-x86-64\.so\.2: \d+\), AIO \(tracepoints: \d+\) \.\.\. OK\n$",
+                     r"\d+\), AIO \(tracepoints: \d+\) \.\.\. OK\n$",
                      r.stdout),
             "check summary: %r" % r.stdout)
     r = as_nobody(["check", "io_syscalls.lua"])

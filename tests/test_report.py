@@ -58,17 +58,25 @@ def main():
         equal(r.returncode, 0, "%s run: exit status (%s)" % (name, r.stderr))
         dctest.check_pfw(os.path.join(traces, name + ".pfw.gz"))
 
-    RET_IS_BYTES = {"fprintf", "vfprintf", "getline", "getdelim"}
+    RET_IS_BYTES = {"fprintf", "vfprintf", "getline", "getdelim", "printf", "vprintf", "dprintf",
+                    "vdprintf"}
+    ONE_BYTE = {"fputc", "putc", "putchar", "fgetc", "getc", "getchar"}
 
 
     def moved(e):
         """Bytes moved by one event (docs: pfw_summary.py's rule), counted here again."""
         a = e["args"]
         if e["ph"] == "C":
-            return a.get("size_sum", 0)
+            return a.get("moved_sum", a.get("size_sum", 0))
         if "bytes" in a:
             return max(a["bytes"], 0)
         ret = a.get("ret")
+        if e["name"].startswith("MPI_File_") and ret == 0 and "count" in a:
+            return a["count"]  # MPI_SUCCESS without a status (MPI_STATUS_IGNORE): all
+        if e["name"] in ONE_BYTE:
+            return 1 if isinstance(ret, int) and ret >= 0 else 0
+        if e["name"] in ("fputs", "puts") and isinstance(ret, int) and ret >= 0:
+            return a.get("count", 0)  # glibc's fputs returns 1: its count is what moved
         if not isinstance(ret, int) or ret <= 0:
             return 0
         if "nmemb" in a:

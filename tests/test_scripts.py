@@ -228,6 +228,38 @@ ws = [e for e in dctest.calls(events) if e["name"] == "write" and e["path"] in (
 equal(sorted((byid[e["args"]["p_idx"]]["name"], e["args"]["count"]) for e in ws
              if e["args"]["p_idx"] in byid),
       [("write_checkpoint_a", 7)] * 3 + [("write_checkpoint_a", 8)], "uprobe: each write under its checkpoint")
+
+# dc.uprobe args per entry of functions: other_work(int x) gets its own, and with none
+# given, no argument at all (no register recorded as an argument it may not have)
+for other, want_x in (('other_work = { "int x" }', [1, 2, 3]), ("", None)):
+    with open(sc, "w") as f:
+        f.write('local dc = require "datacrumbs"\n'
+                'dc.uprobe { functions = { "write_checkpoint*", "other_work" }, args = {\n'
+                '  ["write_checkpoint*"] = { "int step", "path path" }, %s } }\n' % other)
+    t = os.path.join(d, "by-entry.pfw.gz")
+    r = dctest.run_dc(["run", "-o", t, "--force", sc, "--", os.environ["PROG_APP"], d])
+    equal(r.returncode, 0, "uprobe args by entry: exit status (%s)" % r.stderr)
+    dctest.check_pfw(t)
+    events, _, _ = dctest.read_trace(t)
+    app = dctest.calls(events, "APP")
+    equal(sorted((e["name"], e["args"]["step"], e["path"]) for e in app if e["name"] != "other_work"),
+          [("write_checkpoint_a", 1, ck_a), ("write_checkpoint_a", 2, ck_a), ("write_checkpoint_a", 3, ck_a),
+           ("write_checkpoint_a", 40, ck_b), ("write_checkpoint_b", 4, ck_b)],
+          "uprobe args by entry: the checkpoint functions' args")
+    ow = [e for e in app if e["name"] == "other_work"]
+    equal(sorted({k: v for k, v in e["args"].items() if k not in ("hhash", "level", "p_idx")}.get("x", None)
+                 for e in ow) if want_x else sorted(sorted(k for k in e["args"] if k not in
+                                                          ("hhash", "level", "p_idx")) for e in ow),
+          want_x if want_x else [["ret"]] * 3,
+          "uprobe args by entry: other_work's args (%s)" % (other or "none given"))
+    equal(sorted(e["args"]["ret"] for e in ow), [2, 4, 6], "uprobe args by entry: other_work's ret")
+with open(sc, "w") as f:
+    f.write('local dc = require "datacrumbs"\n'
+            'dc.uprobe { functions = { "write_checkpoint*" }, args = { other = { "int x" } } }\n')
+r = dctest.run_dc(["run", sc, "--", "true"])
+equal((r.returncode, r.stderr.strip()), (125, "datacrumbs: %s:2: uprobe: spec.args: key other is not an "
+      "entry of spec.functions (give a list of \"KIND NAME\" for every function, or a table from "
+      "entries of functions to such lists)" % sc), "uprobe args by entry: a key that is no entry")
 with open(sc, "w") as f:
     f.write('local dc = require "datacrumbs"\ndc.uprobe { functions = "x*", args = { "bogus y" } }\n')
 r = dctest.run_dc(["run", "-o", d, sc, "--", "true"])

@@ -43,7 +43,7 @@ WANT = [
     ("fopen", "s1.txt", {"mode": "w+", "fd": 3}),
     ("fwrite", "s1.txt", {"size": 10, "nmemb": 100, "fd": 3, "count": 1000, "ret": 100}),
     ("fprintf", "s1.txt", dict(s1, ret=5)),                     # "n=42\n"
-    ("fputs", "s1.txt", dict(s1, ret=1)),                       # glibc returns 1
+    ("fputs", "s1.txt", dict(s1, count=6, ret=1)),              # glibc returns 1
     ("fputc", "s1.txt", {"c": ord("x"), "fd": 3, "ret": ord("x")}),
     ("fflush", "s1.txt", dict(s1, ret=0)),
     ("fseek", "s1.txt", {"offset": 0, "whence": SEEK_SET, "fd": 3, "ret": 0}),
@@ -56,13 +56,13 @@ WANT = [
     ("ftello", "s1.txt", dict(s1, ret=100)),
     ("fileno", "s1.txt", dict(s1, ret=3)),
     ("freopen", "s4.txt", {"mode": "a", "fd": 3}),              # the stream now writes s4
-    ("fputs", "s4.txt", dict(s1, ret=1)),
+    ("fputs", "s4.txt", dict(s1, count=5, ret=1)),              # "tail\n"
     ("fclose", "s4.txt", dict(s1, ret=0)),
     ("fdopen", "s2.txt", {"fd": 3, "mode": "w"}),               # open(2) done by the program
     ("fwrite", "s2.txt", {"size": 1, "nmemb": 4096, "fd": 3, "count": 4096, "ret": 4096}),
     ("fclose", "s2.txt", dict(s1, ret=0)),
     ("fopen", "s3.txt", {"mode": "w", "fd": 3}),
-    ("fputs", "s3.txt", dict(s1, ret=1)),
+    ("fputs", "s3.txt", dict(s1, count=14, ret=1)),             # "one\ntwo\nthree\n"
     ("fclose", "s3.txt", dict(s1, ret=0)),
     ("fopen", "s3.txt", {"mode": "r", "fd": 3}),
     ("getline", "s3.txt", dict(s1, ret=4)),                     # "one\n"

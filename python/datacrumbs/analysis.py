@@ -11,7 +11,7 @@ p_idx, count, offset, ret, proc_name (the last process_name of the pid), rank (-
 not an MPI rank), calls (1 for a complete event, count for a profile mode counter) and
 trace (the file the row came from), node (the trace's node: its `node` PR record, else
 its host). `size` is the bytes the call moved
-(pfw_summary.py's rule); for a counter, size_sum. The tracer's own records (start, end)
+(pfw_summary.py's rule); for a counter, moved_sum (counter_bytes). The tracer's own records (start, end)
 are not rows: Trace.start and Trace.end hold them.
 
 The record reader (records(), Trace) needs only the standard library; load() needs
@@ -23,12 +23,17 @@ import zlib
 
 TRACER_CATS = ("datacrumbs", "dftracer")
 # calls without a count whose ret is the bytes they moved (printf(3), getline(3))
-RET_IS_BYTES = {"fprintf", "vfprintf", "getline", "getdelim"}
+RET_IS_BYTES = {"fprintf", "vfprintf", "getline", "getdelim", "printf", "vprintf", "dprintf",
+                "vdprintf"}
+# calls that move their whole count when ret >= 0 (fputs(3), puts(3): glibc's fputs returns 1)
+RET_OK_IS_COUNT = {"fputs", "puts"}
+# calls that move one byte when ret >= 0 (fputc(3), fgetc(3): the byte, or EOF)
+ONE_BYTE = {"fputc", "putc", "putchar", "fgetc", "getc", "getchar"}
 # the calls whose bytes moved are read, and written, by the layers' names (probes/*.yaml);
 # a call on two files (`fhash2`: copy_file_range, sendfile, splice) reads and writes them
 READS = frozenset((
     "read", "pread", "pread64", "readv", "preadv", "preadv2", "fread", "fgets", "getline",
-    "getdelim", "fgetc", "getc", "__read", "__libc_read", "__pread64", "__read_nocancel",
+    "getdelim", "fgetc", "getc", "getchar", "fscanf", "__isoc99_fscanf", "__read", "__libc_read", "__pread64", "__read_nocancel",
     "sys_read", "sys_pread64", "sys_readv", "sys_preadv", "sys_preadv2", "vfs_read",
     "MPI_File_read", "MPI_File_read_at", "MPI_File_read_all", "MPI_File_read_at_all",
     "MPI_File_iread", "MPI_File_iread_at", "MPI_File_read_shared", "MPI_File_read_ordered",
@@ -37,7 +42,8 @@ READS = frozenset((
     "io_uring_readv_fixed", "aio_pread", "aio_preadv"))
 WRITES = frozenset((
     "write", "pwrite", "pwrite64", "writev", "pwritev", "pwritev2", "fwrite", "fputs",
-    "fprintf", "vfprintf", "fputc", "putc", "__write", "__libc_write", "__pwrite64",
+    "fprintf", "vfprintf", "fputc", "putc", "printf", "vprintf", "puts", "putchar",
+    "dprintf", "vdprintf", "__write", "__libc_write", "__pwrite64",
     "__write_nocancel", "sys_write", "sys_pwrite64", "sys_writev", "sys_pwritev",
     "sys_pwritev2", "vfs_write", "MPI_File_write", "MPI_File_write_at",
     "MPI_File_write_all", "MPI_File_write_at_all", "MPI_File_iwrite", "MPI_File_iwrite_at",
@@ -95,11 +101,21 @@ def records(path, state=None):
 
 
 def moved_bytes(a, name=None):
-    """The bytes a complete event's call moved, 0 when unknown: an MPI-IO call's `bytes`,
-    fread/fwrite's ret x size, fprintf's and getline's ret, else ret when 0 < ret <= count."""
+    """The bytes a complete event's call moved, 0 when unknown: an MPI-IO call's `bytes`
+    (its MPI_Status), or its `count` when it returned MPI_SUCCESS (0) with no status
+    (MPI_STATUS_IGNORE), fread/fwrite's ret x size, the printf family's and getline's ret,
+    fputs' and puts' count when ret >= 0, fputc's and fgetc's 1 byte when ret >= 0, else
+    ret when 0 < ret <= count. The rule of core/attach.c dc_probe_moved, which profile mode
+    sums as `moved_sum`."""
     ret = a.get("ret")
     if isinstance(a.get("bytes"), int):
         return max(a["bytes"], 0)
+    if (name or "").startswith("MPI_File_") and ret == 0 and isinstance(a.get("count"), int):
+        return max(a["count"], 0)
+    if name in ONE_BYTE:
+        return 1 if isinstance(ret, int) and ret >= 0 else 0
+    if name in RET_OK_IS_COUNT and isinstance(ret, int) and ret >= 0:
+        return max(a.get("count", 0), 0)
     if not isinstance(ret, int) or ret <= 0:
         return 0
     if isinstance(a.get("nmemb"), int) and isinstance(a.get("size"), int):
@@ -108,6 +124,13 @@ def moved_bytes(a, name=None):
         return ret
     count = a.get("count")
     return ret if isinstance(count, int) and ret <= count else 0
+
+
+def counter_bytes(a):
+    """The bytes a profile mode counter's calls moved: its `moved_sum`; `size_sum` (bytes
+    asked) for counters without one (older traces, functions whose ret is no byte count)."""
+    v = a.get("moved_sum", a.get("size_sum", 0))
+    return v if isinstance(v, int) and v > 0 else 0
 
 
 class Trace:
@@ -179,7 +202,7 @@ class Trace:
                 "pid": pid, "tid": e.get("tid"), "ts": ts, "dur": dur, "te": ts + dur,
                 "trange": int((ts + dur / 2.0) / time_granularity),
                 "hostname": self.host(a), "filename": self.file(a),
-                "size": int(a.get("size_sum", 0)) if counter else moved_bytes(a, e.get("name")),
+                "size": counter_bytes(a) if counter else moved_bytes(a, e.get("name")),
                 "calls": int(a.get("count", 0)) if counter else 1,
                 "count": a.get("count", -1) if not counter else -1,
                 "offset": a.get("offset", -1), "ret": a.get("ret", -1),
@@ -251,7 +274,7 @@ def top_level(trace):
 def job_tables(traces):
     """A job's figures from its traces (Trace objects, one per node and job step):
     (total, nodes, procs). Each is [calls, bytes read, bytes written, time (us)] of the
-    events top_level() keeps (a counter: its `count` calls, `size_sum` bytes asked, dur_sum).
+    events top_level() keeps (a counter: its `count` calls, counter_bytes (moved), dur_sum).
     total is one list; nodes {node: list}; procs {(node, trace path, pid): dict(rank=N or
     None, name=process_name, figures=list)}: a process is known by its node and trace, as
     pids of different nodes (and ids, which are unique per pid per trace) may be equal."""
@@ -264,7 +287,7 @@ def job_tables(traces):
             a = e.get("args") or {}
             pid = e.get("pid")
             if e.get("ph") == "C":
-                n, b, dur = int(a.get("count", 0)), int(a.get("size_sum", 0)), int(a.get("dur_sum", 0))
+                n, b, dur = int(a.get("count", 0)), counter_bytes(a), int(a.get("dur_sum", 0))
             else:
                 n, b, dur = 1, moved_bytes(a, e.get("name")), int(e.get("dur", 0))
             r, w = direction(e.get("name"), a)

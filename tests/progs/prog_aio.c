@@ -9,6 +9,9 @@
  *   aio_data 6  IOCB_CMD_PREAD of 100 at 0 into an unmapped buffer                 : -EFAULT
  *   aio_data 7  IOCB_CMD_PWRITE of 10 at 0, in one io_submit with aio_data 8, a write on
  *               fd -1 that the kernel refuses: io_submit returns 1, 8 is never an event
+ *   aio_data 9  IOCB_CMD_PWRITE of 20 at 100, then the same iocb (one address) made
+ *   aio_data 10 IOCB_CMD_PWRITE of 30 at 200 and submitted again before either is reaped
+ *               (the kernel copied the first at io_submit): 20 and 30
  * Exit status 0 when every result is as above. Struct layouts and numbers:
  * include/uapi/linux/aio_abi.h, arch/x86/entry/syscalls/syscall_64.tbl. */
 #define _GNU_SOURCE
@@ -102,6 +105,13 @@ int main(int argc, char **argv)
 	p[1] = &c[7];
 	expect("io_submit of a good and a bad iocb", submit(p, 2), 1);
 	expect("result", reap(0, 7), 10);
+	c[6] = cb(fd, IOCB_CMD_PWRITE, 9, a, 20, 100);
+	p[0] = &c[6];
+	expect("io_submit of aio_data 9", submit(p, 1), 1);
+	c[6] = cb(fd, IOCB_CMD_PWRITE, 10, a, 30, 200);
+	expect("io_submit of the same iocb as aio_data 10", submit(p, 1), 1);
+	expect("result", reap(0, 9), 20);
+	expect("result", reap(0, 10), 30);
 	syscall(SYS_io_destroy, ctx);
 	close(fd);
 	return bad;
