@@ -173,10 +173,19 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t prof
 		e = bpf_map__set_inner_map_fd(b->skel->maps.rings, b->ring_fds[0]);
 	if (!e)
 		e = uprobe_bpf__load(b->skel);
-	for (unsigned i = 0; !e && i < b->nshards; i++)
-		if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.rings), &i, &b->ring_fds[i],
-					BPF_ANY))
-			e = -errno;
+	/* one batch: the kernel waits for an RCU grace period after each update of a
+	 * map-in-map from user space (kernel/bpf/syscall.c maybe_wait_bpf_programs), once
+	 * per batch (bpf_map_do_batch); element by element where batches are refused */
+	__u32 keys[DC_MAX_SHARDS];
+	for (unsigned i = 0; i < b->nshards; i++)
+		keys[i] = i;
+	__u32 count = b->nshards;
+	if (!e && bpf_map_update_batch(bpf_map__fd(b->skel->maps.rings), keys, b->ring_fds,
+				       &count, NULL))
+		for (unsigned i = 0; !e && i < b->nshards; i++)
+			if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.rings), &i,
+						&b->ring_fds[i], BPF_ANY))
+				e = -errno;
 	if (e) {
 		snprintf(err, errlen, "cannot load the BPF programs: %s%s", strerror(-e),
 			 e == -EPERM ? " (needs root, or CAP_BPF and CAP_PERFMON)" : "");
@@ -949,7 +958,7 @@ enum dc_pbytes dc_probe_bytes(const struct dc_probe *p, unsigned char *b1, unsig
  * user_data, res, cflags, extra1, extra2) in older ones; -1 when the kernel has none. */
 static int uring_complete_args(void)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
+	const struct btf *btf = dc_vmlinux_btf();
 	if (!btf)
 		return -1;
 	int n = -1;
@@ -959,7 +968,6 @@ static int uring_complete_args(void)
 	t = t && btf_is_ptr(t) ? btf__type_by_id(btf, t->type) : NULL;
 	if (t && btf_is_func_proto(t))
 		n = btf_vlen(t) - 1;
-	btf__free(btf);
 	return n;
 }
 
@@ -1216,7 +1224,21 @@ static int attach_once(struct dc_bpf *b, int (*is)(const struct dc_probe *p), in
 int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 {
 	unsigned ok = 0, nsys = 0;
-	for (unsigned i = b->nattached; i < b->nprobes; i++) {
+	/* the profile map in one batch (one bpf(2) call, not one per probe: 35,000 of them
+	 * for a large library), element by element where batches are refused */
+	unsigned nnew = b->nprobes - b->nattached;
+	__u32 *keys = nnew ? malloc(nnew * sizeof(*keys)) : NULL;
+	struct dc_pinfo *vals = nnew ? malloc(nnew * sizeof(*vals)) : NULL;
+	__u32 count = nnew;
+	for (unsigned i = 0; keys && vals && i < nnew; i++) {
+		keys[i] = b->nattached + i;
+		vals[i] = pinfo_of(&b->probes[b->nattached + i]);
+	}
+	int batched = keys && vals &&
+		      !bpf_map_update_batch(bpf_map__fd(b->skel->maps.pinfo), keys, vals, &count, NULL);
+	free(keys);
+	free(vals);
+	for (unsigned i = b->nattached; !batched && i < b->nprobes; i++) {
 		struct dc_pinfo pi = pinfo_of(&b->probes[i]);
 		__u32 k = i;
 		if (bpf_map__update_elem(b->skel->maps.pinfo, &k, sizeof(k), &pi, sizeof(pi), 0)) {
@@ -1265,6 +1287,7 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 			return -1;
 		ok += loaded ? naio : 0;
 	}
+	dc_vmlinux_btf_release(); /* every object that looks at the kernel's BTF is loaded */
 	ok += b->session || b->multi ? attach_uprobe_runs(b) : attach_uprobe_pairs(b);
 	b->nattached = b->nprobes;
 	if (!ok && b->nprobes) {
@@ -1386,4 +1409,6 @@ void dc_bpf_close(struct dc_bpf *b)
 	dc_index_free(&b->ix);
 	free(b->links);
 	free(b);
+	dc_vmlinux_btf_release();
+	dc_feature_settle();
 }
