@@ -6,7 +6,10 @@
 #include "mpi.h"
 
 #include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -505,18 +508,20 @@ static void skip_report(const struct skips *sk, const char *lib, unsigned of)
  * 2.7)? The kernel accepts a uprobe there, but here (kernel 6.18) its out-of-line step
  * lost the result: a uprobe on glibc's __memset_avx512_unaligned_erms, whose first
  * instruction is `vpbroadcastb %esi,%zmm16`, made memset write zeros in every process
- * (printf's padding came out as NULs). Returns 1 if so, 0 if not or unreadable. */
-static int evex_first(const char *lib, uint64_t off)
+ * (printf's padding came out as NULs). fd: lib opened (through dc_pin) by the caller, or
+ * -1. Returns 1 if so, 0 if not or unreadable. */
+static int evex_first(int fd, uint64_t off)
 {
 	unsigned char c = 0;
+	return fd >= 0 && pread(fd, &c, 1, (off_t)off) == 1 && c == 0x62;
+}
+
+/* lib opened for reading through dc_pin (site mode: its pinned file), or -1. */
+static int open_pinned(const char *lib)
+{
 	char pinned[64];
 	const char *p = dc_pin(lib, pinned, sizeof(pinned));
-	FILE *f = p ? fopen(p, "rb") : NULL;
-	if (!f)
-		return 0;
-	int ok = fseek(f, (long)off, SEEK_SET) == 0 && fread(&c, 1, 1, f) == 1;
-	fclose(f);
-	return ok && c == 0x62;
+	return p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
 }
 
 /* Reports, and marks unattachable, the probes of [from, to) whose first instruction is
@@ -525,12 +530,22 @@ static unsigned skip_evex(struct dc_bpf *b, unsigned from, unsigned to, unsigned
 {
 	const char *names[5];
 	unsigned n = 0;
+	const char *open_lib = NULL; /* each library opened once, not once per probe */
+	int fd = -1;
 	for (unsigned i = from; i < to; i++) {
-		bad[i - from] = evex_first(b->probes[i].library, b->probes[i].at);
+		if (!open_lib || strcmp(open_lib, b->probes[i].library)) {
+			if (fd >= 0)
+				close(fd);
+			open_lib = b->probes[i].library;
+			fd = open_pinned(open_lib);
+		}
+		bad[i - from] = evex_first(fd, b->probes[i].at);
 		if (bad[i - from] && n < 5)
 			names[n] = b->probes[i].func->name;
 		n += bad[i - from];
 	}
+	if (fd >= 0)
+		close(fd);
 	if (n) {
 		char list[400];
 		size_t k = 0;
@@ -1390,14 +1405,55 @@ int dc_bpf_consumer_only(struct dc_bpf *b, int keep)
 	return 0;
 }
 
+/* Closes fds[0..n) of uprobe_multi links, striped over up to 8 threads. The close of
+ * such a link waits for the kernel's RCU grace periods before it returns
+ * (kernel/events/uprobes.c uprobe_unregister_sync: synchronize_rcu_tasks_trace), 25-85 ms
+ * each here; closed one after another, 9 links of a large library took 450 ms, while
+ * closes in parallel share their grace periods. The links are gone when this returns. */
+struct close_stripe {
+	const int *fds;
+	unsigned n, from, step;
+};
+
+static void *close_stripe_main(void *arg)
+{
+	const struct close_stripe *c = arg;
+	for (unsigned i = c->from; i < c->n; i += c->step)
+		close(c->fds[i]);
+	return NULL;
+}
+
+static void close_links(const int *fds, unsigned n)
+{
+	enum { MAXT = 8 };
+	pthread_t t[MAXT];
+	struct close_stripe c[MAXT];
+	unsigned nt = n < MAXT ? n : MAXT, started = 0;
+	sigset_t all, old;
+	sigfillset(&all); /* signals stay the main thread's */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (unsigned k = 1; k < nt; k++) {
+		c[k] = (struct close_stripe){ fds, n, k, nt };
+		if (pthread_create(&t[k], NULL, close_stripe_main, &c[k]))
+			break;
+		started = k;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* this thread: stripe 0, and the stripes of the threads that did not start */
+	for (unsigned i = 0; i < n; i++)
+		if (i % (nt ? nt : 1) == 0 || i % nt > started)
+			close(fds[i]);
+	for (unsigned k = 1; k <= started; k++)
+		pthread_join(t[k], NULL);
+}
+
 void dc_bpf_close(struct dc_bpf *b)
 {
 	if (!b)
 		return;
 	for (unsigned i = 0; i < 2 * b->nprobes; i++)
 		bpf_link__destroy(b->links[i]);
-	for (unsigned i = 0; i < b->nmlinks; i++)
-		close(b->mlinks[i]);
+	close_links(b->mlinks, b->nmlinks);
 	free(b->mlinks);
 	aio_bpf__destroy(b->aio);
 	vfs_bpf__destroy(b->vfs);
