@@ -116,7 +116,7 @@ int dc_feature_uprobe_session(char *reason, size_t reasonlen);
  * for the kernel's RCU grace periods (uprobe_unregister_sync, tens of ms each here), which
  * was a third of `datacrumbs run`'s start-up. The links only ever fire for this process's
  * getpid, and the kernel closes them with the process at any exit. No-op when nothing is
- * pending; dc_bpf_close calls it. */
+ * pending, or in a child forked since (it has no such thread); dc_bpf_close calls it. */
 void dc_feature_settle(void);
 
 /* Does this kernel attach uprobe_multi links? Tries the real thing: a program of that

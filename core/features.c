@@ -654,6 +654,7 @@ out:
 
 static pthread_t settler;
 static int settling;
+static pid_t settle_pid; /* the process that started it */
 
 /* The teardown thread: closes the deferred fds (newest first, as close_all would have),
  * then waits until the kernel has freed them (await_freed; made[] is this thread's until
@@ -670,7 +671,8 @@ static void *settle_main(void *arg)
 
 void dc_feature_settle(void)
 {
-	if (settling)
+	/* a child forked meanwhile (site mode's consumer) has no such thread to join */
+	if (settling && getpid() == settle_pid)
 		pthread_join(settler, NULL);
 	settling = 0;
 }
@@ -705,6 +707,7 @@ static int quick_check(const char *off, void (*check)(const struct ctx *, struct
 		sigset_t all, old;
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old);
+		settle_pid = getpid();
 		settling = pthread_create(&settler, NULL, settle_main, NULL) == 0;
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		if (!settling)
