@@ -4,15 +4,17 @@
 # the start-up of io_all.lua (89 functions). attach: from starting datacrumbs to the
 # traced command's first instruction (script, resolution, BPF load, attach); detach: from
 # the command's end to datacrumbs' exit (drain, end record, links closed). Median of
-# ROUNDS runs each. Run as root.
+# ROUNDS runs each. Run as root. With BASE=another/datacrumbs (e.g. a build of main), each
+# round runs that build and this one in alternation: the two columns side by side.
 #
 # Knobs: LIB=/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1  COUNTS="1000 10000 35000"
 #        ROUNDS=3  RETURNS=auto (dc.uprobe's returns: auto, hijack, none)
-#        OUT=/tmp/datacrumbs-attach  DATACRUMBS=build/datacrumbs
+#        OUT=/tmp/datacrumbs-attach  DATACRUMBS=build/datacrumbs  BASE=(none)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
 DC=${DATACRUMBS:-$root/build/datacrumbs}
+BASE=${BASE:-}
 LIB=${LIB:-/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1}
 COUNTS=${COUNTS:-"1000 10000 35000"}
 ROUNDS=${ROUNDS:-3}
@@ -21,6 +23,7 @@ OUT=${OUT:-/tmp/datacrumbs-attach}
 die() { echo "attach.sh: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root"
 [ -x "$DC" ] || die "no $DC: build first"
+[ -z "$BASE" ] || [ -x "$BASE" ] || die "BASE=$BASE is not an executable"
 [ -f "$LIB" ] || die "no $LIB (Debian package libllvm14), or set LIB"
 rm -rf "$OUT"
 mkdir -m 0755 -p "$OUT"
@@ -30,11 +33,11 @@ head -c 4096 /dev/urandom >"$OUT/small"
 total=$(wc -l <"$OUT/funcs")
 export DATACRUMBS_SCRIPT_PATH=${DATACRUMBS_SCRIPT_PATH:-$root/scripts}
 
-# one run of SCRIPT: "attach_ms detach_ms"
+# one run of SCRIPT by DATACRUMBS: "attach_ms detach_ms"
 one() {
 	rm -rf "$OUT/t"
 	mkdir "$OUT/t"
-	python3 - "$DC" run "$1" -q -o "$OUT/t" -- "$OUT/loop" 0 "$OUT/small" <<'PY'
+	python3 - "$2" run "$1" -q -o "$OUT/t" -- "$OUT/loop" 0 "$OUT/small" <<'PY'
 import subprocess, sys, time
 t0 = time.clock_gettime_ns(time.CLOCK_REALTIME)
 p = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, text=True)
@@ -47,15 +50,24 @@ PY
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 report() { # NAME SCRIPT
-	local a="" d=""
+	local a="" d="" ba="" bd=""
 	for _ in $(seq "$ROUNDS"); do
-		r=$(one "$2")
+		if [ -n "$BASE" ]; then
+			r=$(one "$2" "$BASE")
+			ba+="${r% *}"$'\n'
+			bd+="${r#* }"$'\n'
+		fi
+		r=$(one "$2" "$DC")
 		a+="${r% *}"$'\n'
 		d+="${r#* }"$'\n'
 	done
-	echo "$1: attach $(printf %s "$a" | median) ms, detach $(printf %s "$d" | median) ms (median of $ROUNDS)"
+	if [ -n "$BASE" ]; then
+		echo "$1: attach $(printf %s "$ba" | median) -> $(printf %s "$a" | median) ms, detach $(printf %s "$bd" | median) -> $(printf %s "$d" | median) ms (BASE -> this build, median of $ROUNDS alternating)"
+	else
+		echo "$1: attach $(printf %s "$a" | median) ms, detach $(printf %s "$d" | median) ms (median of $ROUNDS)"
+	fi
 }
-echo "attach.sh: $DC, $LIB ($total functions), returns = $RETURNS"
+echo "attach.sh: $DC${BASE:+ (BASE $BASE)}, $LIB ($total functions), returns = $RETURNS"
 report "io_all.lua (89 functions)" io_all.lua
 for n in $COUNTS; do
 	[ "$n" -le "$total" ] || n=$total

@@ -6,8 +6,11 @@
 #include "mpi.h"
 
 #include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
 #include <errno.h>
 #include <link.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,10 +189,19 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t prof
 		e = bpf_map__set_inner_map_fd(b->skel->maps.rings, b->ring_fds[0]);
 	if (!e)
 		e = uprobe_bpf__load(b->skel);
-	for (unsigned i = 0; !e && i < b->nshards; i++)
-		if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.rings), &i, &b->ring_fds[i],
-					BPF_ANY))
-			e = -errno;
+	/* one batch: the kernel waits for an RCU grace period after each update of a
+	 * map-in-map from user space (kernel/bpf/syscall.c maybe_wait_bpf_programs), once
+	 * per batch (bpf_map_do_batch); element by element where batches are refused */
+	__u32 keys[DC_MAX_SHARDS];
+	for (unsigned i = 0; i < b->nshards; i++)
+		keys[i] = i;
+	__u32 count = b->nshards;
+	if (!e && bpf_map_update_batch(bpf_map__fd(b->skel->maps.rings), keys, b->ring_fds,
+				       &count, NULL))
+		for (unsigned i = 0; !e && i < b->nshards; i++)
+			if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.rings), &i,
+						&b->ring_fds[i], BPF_ANY))
+				e = -errno;
 	if (e) {
 		snprintf(err, errlen, "cannot load the BPF programs: %s%s", strerror(-e),
 			 e == -EPERM ? " (needs root, or CAP_BPF and CAP_PERFMON)" : "");
@@ -509,18 +521,20 @@ static void skip_report(const struct skips *sk, const char *lib, unsigned of)
  * 2.7)? The kernel accepts a uprobe there, but here (kernel 6.18) its out-of-line step
  * lost the result: a uprobe on glibc's __memset_avx512_unaligned_erms, whose first
  * instruction is `vpbroadcastb %esi,%zmm16`, made memset write zeros in every process
- * (printf's padding came out as NULs). Returns 1 if so, 0 if not or unreadable. */
-static int evex_first(const char *lib, uint64_t off)
+ * (printf's padding came out as NULs). fd: lib opened (through dc_pin) by the caller, or
+ * -1. Returns 1 if so, 0 if not or unreadable. */
+static int evex_first(int fd, uint64_t off)
 {
 	unsigned char c = 0;
+	return fd >= 0 && pread(fd, &c, 1, (off_t)off) == 1 && c == 0x62;
+}
+
+/* lib opened for reading through dc_pin (site mode: its pinned file), or -1. */
+static int open_pinned(const char *lib)
+{
 	char pinned[64];
 	const char *p = dc_pin(lib, pinned, sizeof(pinned));
-	FILE *f = p ? fopen(p, "rb") : NULL;
-	if (!f)
-		return 0;
-	int ok = fseek(f, (long)off, SEEK_SET) == 0 && fread(&c, 1, 1, f) == 1;
-	fclose(f);
-	return ok && c == 0x62;
+	return p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
 }
 
 /* Reports, and marks unattachable, the probes of [from, to) whose first instruction is
@@ -529,12 +543,22 @@ static unsigned skip_evex(struct dc_bpf *b, unsigned from, unsigned to, unsigned
 {
 	const char *names[5];
 	unsigned n = 0;
+	const char *open_lib = NULL; /* each library opened once, not once per probe */
+	int fd = -1;
 	for (unsigned i = from; i < to; i++) {
-		bad[i - from] = evex_first(b->probes[i].library, b->probes[i].at);
+		if (!open_lib || strcmp(open_lib, b->probes[i].library)) {
+			if (fd >= 0)
+				close(fd);
+			open_lib = b->probes[i].library;
+			fd = open_pinned(open_lib);
+		}
+		bad[i - from] = evex_first(fd, b->probes[i].at);
 		if (bad[i - from] && n < 5)
 			names[n] = b->probes[i].func->name;
 		n += bad[i - from];
 	}
+	if (fd >= 0)
+		close(fd);
 	if (n) {
 		char list[400];
 		size_t k = 0;
@@ -992,7 +1016,7 @@ enum dc_pmoved dc_probe_moved(const struct dc_probe *p, enum dc_pbytes bytes)
  * user_data, res, cflags, extra1, extra2) in older ones; -1 when the kernel has none. */
 static int uring_complete_args(void)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
+	const struct btf *btf = dc_vmlinux_btf();
 	if (!btf)
 		return -1;
 	int n = -1;
@@ -1002,7 +1026,6 @@ static int uring_complete_args(void)
 	t = t && btf_is_ptr(t) ? btf__type_by_id(btf, t->type) : NULL;
 	if (t && btf_is_func_proto(t))
 		n = btf_vlen(t) - 1;
-	btf__free(btf);
 	return n;
 }
 
@@ -1297,7 +1320,23 @@ int dc_bpf_profile_start(struct dc_bpf *b)
 int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 {
 	unsigned ok = 0, nsys = 0;
-	for (unsigned i = b->nattached; i < b->nprobes; i++) {
+	/* the profile map in one batch (one bpf(2) call, not one per probe: 35,000 of them
+	 * for a large library), element by element where batches are refused */
+	unsigned nnew = b->nprobes - b->nattached;
+	__u32 *keys = nnew ? malloc(nnew * sizeof(*keys)) : NULL;
+	struct dc_pinfo *vals = nnew ? malloc(nnew * sizeof(*vals)) : NULL;
+	__u32 count = nnew;
+	for (unsigned i = 0; keys && vals && i < nnew; i++) {
+		keys[i] = b->nattached + i;
+		vals[i] = pinfo_of(&b->probes[b->nattached + i]);
+		if (b->standby)
+			vals[i].record = 1; /* a record per call, as in trace mode */
+	}
+	int batched = keys && vals &&
+		      !bpf_map_update_batch(bpf_map__fd(b->skel->maps.pinfo), keys, vals, &count, NULL);
+	free(keys);
+	free(vals);
+	for (unsigned i = b->nattached; !batched && i < b->nprobes; i++) {
 		struct dc_pinfo pi = pinfo_of(&b->probes[i]);
 		__u32 k = i;
 		if (b->standby)
@@ -1348,6 +1387,7 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 			return -1;
 		ok += loaded ? naio : 0;
 	}
+	dc_vmlinux_btf_release(); /* every object that looks at the kernel's BTF is loaded */
 	ok += b->session || b->multi ? attach_uprobe_runs(b) : attach_uprobe_pairs(b);
 	b->nattached = b->nprobes;
 	if (!ok && b->nprobes) {
@@ -1511,6 +1551,48 @@ int dc_bpf_consumer_only(struct dc_bpf *b, int keep)
 	return 0;
 }
 
+/* Closes fds[0..n) of uprobe_multi links, striped over up to 8 threads. The close of
+ * such a link waits for the kernel's RCU grace periods before it returns
+ * (kernel/events/uprobes.c uprobe_unregister_sync: synchronize_rcu_tasks_trace), 25-85 ms
+ * each here; closed one after another, 9 links of a large library took 450 ms, while
+ * closes in parallel share their grace periods. The links are gone when this returns. */
+struct close_stripe {
+	const int *fds;
+	unsigned n, from, step;
+};
+
+static void *close_stripe_main(void *arg)
+{
+	const struct close_stripe *c = arg;
+	for (unsigned i = c->from; i < c->n; i += c->step)
+		close(c->fds[i]);
+	return NULL;
+}
+
+static void close_links(const int *fds, unsigned n)
+{
+	enum { MAXT = 8 };
+	pthread_t t[MAXT];
+	struct close_stripe c[MAXT];
+	unsigned nt = n < MAXT ? n : MAXT, started = 0;
+	sigset_t all, old;
+	sigfillset(&all); /* signals stay the main thread's */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (unsigned k = 1; k < nt; k++) {
+		c[k] = (struct close_stripe){ fds, n, k, nt };
+		if (pthread_create(&t[k], NULL, close_stripe_main, &c[k]))
+			break;
+		started = k;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* this thread: stripe 0, and the stripes of the threads that did not start */
+	for (unsigned i = 0; i < n; i++)
+		if (i % (nt ? nt : 1) == 0 || i % nt > started)
+			close(fds[i]);
+	for (unsigned k = 1; k <= started; k++)
+		pthread_join(t[k], NULL);
+}
+
 void dc_bpf_close(struct dc_bpf *b)
 {
 	if (!b)
@@ -1522,8 +1604,7 @@ void dc_bpf_close(struct dc_bpf *b)
 	}
 	for (unsigned i = 0; i < 2 * b->nprobes; i++)
 		bpf_link__destroy(b->links[i]);
-	for (unsigned i = 0; i < b->nmlinks; i++)
-		close(b->mlinks[i]);
+	close_links(b->mlinks, b->nmlinks);
 	free(b->mlinks);
 	aio_bpf__destroy(b->aio);
 	vfs_bpf__destroy(b->vfs);
@@ -1535,4 +1616,6 @@ void dc_bpf_close(struct dc_bpf *b)
 	dc_index_free(&b->ix);
 	free(b->links);
 	free(b);
+	dc_vmlinux_btf_release();
+	dc_feature_settle();
 }

@@ -3,6 +3,8 @@
 #include "dc_features.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/magic.h>
@@ -24,6 +26,7 @@
 #include <bpf/libbpf.h>
 
 #include "elfsym.h"
+#include "kmech.h"
 #include "util.h"
 #include "writer.h"
 
@@ -261,10 +264,20 @@ static int keep(struct fds *f, int fd)
 	return fd;
 }
 
+/* quick_check's fds, closed by its teardown thread instead of close_all (see
+ * dc_feature_settle) */
+static struct fds deferred;
+static int deferring;
+
 static void close_all(struct fds *f)
 {
-	while (f->n > 0)
-		close(f->fd[--f->n]);
+	while (f->n > 0) {
+		int fd = f->fd[--f->n];
+		if (deferring && deferred.n < 8)
+			deferred.fd[deferred.n++] = fd;
+		else
+			close(fd);
+	}
 }
 
 /* --- perf events ------------------------------------------------------------------- */
@@ -597,14 +610,12 @@ static void check_uprobe_session(const struct ctx *c, struct dc_feature_result *
 		say(r, DC_FEAT_NO, "no uprobe target: %s", c->libc_err);
 		return;
 	}
-	struct btf *btf = c->btf ? NULL : btf__load_vmlinux_btf();
-	const struct btf *kb = c->btf ? c->btf : btf;
+	const struct btf *kb = c->btf ? c->btf : dc_vmlinux_btf();
 	const char *kf = !kb ? "the kernel's BTF" :
 			 btf__find_by_name_kind(kb, "bpf_session_is_return", BTF_KIND_FUNC) < 0 ?
 			 "kfunc bpf_session_is_return" :
 			 btf__find_by_name_kind(kb, "bpf_session_cookie", BTF_KIND_FUNC) < 0 ?
 			 "kfunc bpf_session_cookie" : NULL;
-	btf__free(btf);
 	if (kf) {
 		say(r, DC_FEAT_NO, "no %s (session uprobes need kernel >= 6.13)", kf);
 		return;
@@ -641,8 +652,34 @@ out:
 	close_all(&f);
 }
 
+static pthread_t settler;
+static int settling;
+static pid_t settle_pid; /* the process that started it */
+
+/* The teardown thread: closes the deferred fds (newest first, as close_all would have),
+ * then waits until the kernel has freed them (await_freed; made[] is this thread's until
+ * dc_feature_settle joins it). */
+static void *settle_main(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < deferred.n; i++)
+		close(deferred.fd[i]);
+	deferred.n = 0;
+	await_freed();
+	return NULL;
+}
+
+void dc_feature_settle(void)
+{
+	/* a child forked meanwhile (site mode's consumer) has no such thread to join */
+	if (settling && getpid() == settle_pid)
+		pthread_join(settler, NULL);
+	settling = 0;
+}
+
 /* Runs one check on libc's getpid in this process, unless env var `off` is set; the
- * answer of dc_feature_uprobe_session / dc_feature_uprobe_multi. */
+ * answer of dc_feature_uprobe_session / dc_feature_uprobe_multi. The check's fds are
+ * closed and awaited by a thread (dc_feature_settle), or here when no thread starts. */
 static int quick_check(const char *off, void (*check)(const struct ctx *, struct dc_feature_result *),
 		       char *reason, size_t reasonlen)
 {
@@ -650,16 +687,31 @@ static int quick_check(const char *off, void (*check)(const struct ctx *, struct
 	if (getenv(off)) {
 		say(&r, DC_FEAT_NO, "%s is set", off);
 	} else {
+		dc_feature_settle(); /* made[] and deferred are free again */
 		struct ctx c;
 		memset(&c, 0, sizeof(c));
+		c.btf = (struct btf *)dc_vmlinux_btf(); /* only read */
 		c.map_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "dc_feat", 4, 8, K_NR, NULL);
 		c.map_errno = c.map_fd < 0 ? errno : 0;
 		track(c.map_fd);
 		find_libc_getpid(&c);
+		deferring = 1;
 		check(&c, &r);
-		if (c.map_fd >= 0)
+		deferring = 0;
+		/* the map last: the programs hold it until they are freed anyway */
+		if (c.map_fd >= 0 && deferred.n < 8)
+			deferred.fd[deferred.n++] = c.map_fd;
+		else if (c.map_fd >= 0)
 			close(c.map_fd);
-		await_freed();
+		/* every signal blocked in the thread: they stay the main thread's (signalfd) */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		settle_pid = getpid();
+		settling = pthread_create(&settler, NULL, settle_main, NULL) == 0;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (!settling)
+			settle_main(NULL);
 	}
 	if (reason && reasonlen)
 		snprintf(reason, reasonlen, "%s", r.reason);

@@ -30,6 +30,7 @@ struct callback {
 	char cat[32];               /* only this layer ("" any) */
 	char **names;               /* only these functions (NULL: any) */
 	int nnames;
+	int reuse;                  /* filter.reuse: it keeps no ev past its call */
 };
 
 struct dc_script {
@@ -69,6 +70,8 @@ struct dc_script {
 	size_t kcap, kused;
 	struct want_slot *wslots;   /* open addressing by (name, cat) pointers, wcap slots */
 	size_t wcap, wused;
+	int nreuse;                 /* callbacks that asked for reuse = true */
+	int ev_ref, args_ref;       /* the reused ev and ev.args tables (LUA_NOREF: none yet) */
 };
 
 /* A C string of the event path and its Lua string: idx in the keys table, lua the
@@ -638,7 +641,8 @@ int dc_script_drops_path(const struct dc_script *s, const char *path)
  * fn may change name, cat, path, ts, dur and args (add, change, or set to nil), and
  * returns false to drop the event (anything else keeps it).
  *   filter (optional): { cat = "POSIX" } and/or { name = "write" or { "write", "pwrite" } }:
- *   fn sees only those events.
+ *   fn sees only those events; filter.reuse = true: fn keeps no ev past its call, and
+ *   when every callback says so one ev and one ev.args table serve the run (docs/lua-api.md).
  * Each call adds a callback; an event goes through the ones that want it in the order
  * they were added, all seeing the same table; the first false drops it. */
 static int l_on_event(lua_State *L)
@@ -672,6 +676,11 @@ static int l_on_event(lua_State *L)
 			lua_pop(L, 1);
 		}
 		lua_pop(L, 2);
+		lua_getfield(L, 2, "reuse");
+		if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
+			return luaL_error(L, "on_event: filter.reuse must be true or false");
+		cb.reuse = lua_toboolean(L, -1);
+		lua_pop(L, 1);
 	}
 	struct callback *v = realloc(s->cbs, (s->ncbs + 1) * sizeof(*v));
 	if (!v)
@@ -680,6 +689,7 @@ static int l_on_event(lua_State *L)
 	lua_pushvalue(L, 1);
 	cb.ref = luaL_ref(L, LUA_REGISTRYINDEX);
 	s->cbs[s->ncbs++] = cb;
+	s->nreuse += cb.reuse;
 	return 0;
 }
 
@@ -1321,6 +1331,7 @@ struct dc_script *dc_script_new(uv_loop_t *loop, const struct dc_run_info *info)
 	s->end_ref = LUA_NOREF;
 	s->proc_ref = LUA_NOREF;
 	s->keys_ref = LUA_NOREF;
+	s->ev_ref = s->args_ref = LUA_NOREF;
 	s->info = info;
 	s->L = luaL_newstate();
 	if (!s->L) {
@@ -1663,7 +1674,18 @@ static void set_int(lua_State *L, int keys, int t, int key, lua_Integer v)
 static void push_event(struct dc_script *s, lua_State *L, int keys, const struct dc_record *r,
 		       struct pushed *pu)
 {
-	lua_createtable(L, 0, 12);
+	/* every callback said reuse = true: one ev and one ev.args table for the run, their
+	 * fields overwritten (no allocation, nothing for the collector per event) */
+	int reuse = s->nreuse == s->ncbs;
+	if (reuse && s->ev_ref != LUA_NOREF) {
+		lua_rawgeti(L, LUA_REGISTRYINDEX, s->ev_ref);
+	} else {
+		lua_createtable(L, 0, 12);
+		if (reuse) {
+			lua_pushvalue(L, -1);
+			s->ev_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+		}
+	}
 	int t = lua_gettop(L);
 	set_int(L, keys, t, K_ID, (lua_Integer)r->id);
 	lua_rawgeti(L, keys, K_NAME);
@@ -1687,15 +1709,40 @@ static void push_event(struct dc_script *s, lua_State *L, int keys, const struct
 		lua_pushstring(L, r->path);
 		pu->path = lua_tostring(L, -1);
 		lua_rawset(L, t);
+	} else if (reuse) {
+		lua_rawgeti(L, keys, K_PATH);
+		lua_pushnil(L);
+		lua_rawset(L, t);
 	}
 	if (r->path2) {
 		lua_rawgeti(L, keys, K_PATH2);
 		lua_pushstring(L, r->path2);
 		pu->path2 = lua_tostring(L, -1);
 		lua_rawset(L, t);
+	} else if (reuse) {
+		lua_rawgeti(L, keys, K_PATH2);
+		lua_pushnil(L);
+		lua_rawset(L, t);
 	}
 	lua_rawgeti(L, keys, K_ARGS);
-	lua_createtable(L, 0, r->nargs);
+	if (reuse && s->args_ref != LUA_NOREF) {
+		lua_rawgeti(L, LUA_REGISTRYINDEX, s->args_ref);
+		/* the last event's args out (setting a field being traversed to nil is
+		 * allowed: lua_next, Lua 5.4 manual 4.6) */
+		lua_pushnil(L);
+		while (lua_next(L, -2)) {
+			lua_pop(L, 1);
+			lua_pushvalue(L, -1);
+			lua_pushnil(L);
+			lua_rawset(L, -4);
+		}
+	} else {
+		lua_createtable(L, 0, r->nargs);
+		if (reuse) {
+			lua_pushvalue(L, -1);
+			s->args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+		}
+	}
 	for (int i = 0; i < r->nargs; i++) {
 		const struct dc_rec_arg *a = &r->args[i];
 		pu->key[i] = push_key(s, L, keys, a->key);

@@ -308,13 +308,20 @@ static int scan(const struct fsym *fn, struct dc_retplan *p)
 {
 	const struct fsym *parts[MAX_PARTS] = { fn };
 	int nparts = 1, r = -1;
-	csh h;
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) {
-		snprintf(p->why, sizeof(p->why), "Capstone cannot open an x86-64 decoder");
-		return -1;
+	/* one decoder and one instruction buffer for the process: cs_open and cs_malloc per
+	 * function were a good part of the scan of a large C++ library */
+	static csh h;
+	static cs_insn *insn;
+	static int opened;
+	if (!opened) {
+		if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) {
+			snprintf(p->why, sizeof(p->why), "Capstone cannot open an x86-64 decoder");
+			return -1;
+		}
+		cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
+		insn = cs_malloc(h);
+		opened = 1;
 	}
-	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
-	cs_insn *insn = cs_malloc(h);
 	int fd = cache.fd > 0 ? cache.fd : -1;
 	uint8_t *buf = NULL;
 	struct dinsn *v = NULL;
@@ -454,9 +461,6 @@ static int scan(const struct fsym *fn, struct dc_retplan *p)
 out:
 	free(v);
 	free(buf);
-	if (insn)
-		cs_free(insn, 1);
-	cs_close(&h);
 	return r;
 }
 

@@ -34,7 +34,7 @@ dc.on_event(function(ev)
     if moved > 0 then f[kind .. "b"] = f[kind .. "b"] + moved end
   end
   if not opt.keep then return false end
-end)
+end, { reuse = true }) -- keeps no ev: one table for every event
 
 -- one table: the files with the most bytes moved, then the counts since the last one
 local function print_table(title)

@@ -53,4 +53,4 @@ dc.on_event(function(ev)
     end
   end
   ev.args.phase = current[ev.pid] or initial
-end)
+end, { reuse = true }) -- keeps no ev: one table for every event

@@ -18,4 +18,4 @@ local threshold = options.duration_us(opt.threshold)
 dc.probe { layer = opt.layer }
 dc.on_event(function(ev)
   if ev.dur < threshold then return false end
-end)
+end, { reuse = true }) -- keeps no ev: one table for every event

@@ -120,6 +120,40 @@ def test_functions():
     t.equal(r.returncode, 2, "list --bogus: usage error")
 
 
+def test_long_names(wd):
+    """dc.uprobe over C++ names of 64 bytes or more (longer than datacrumbs keeps): one
+    warning counting them, the shorter ones kept; `check` resolves without attaching."""
+    glob = "_ZNKSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE*"
+    r = t.run_dc(["list", "--functions", "libstdc++.so.6:" + glob])
+    if r.returncode != 0:
+        print("SKIP: long names: libstdc++.so.6 not found by list (%s)" % r.stderr.strip())
+        return
+    head, rows = parse_functions(r.stdout)
+    m = re.match(r"^# (/\S+): %d functions matching" % len(rows), head)
+    t.check(m, "list's header names the file and the count: %r" % head)
+    lib = m.group(1) if m else "libstdc++.so.6"
+    longer = sorted(n for n, _ in rows if len(n) >= 64)
+    shorter = [n for n, _ in rows if len(n) < 64]
+    t.check(longer and shorter, "libstdc++ has names on both sides of 64 bytes: %d, %d"
+            % (len(longer), len(shorter)))
+    sc = os.path.join(wd, "long.lua")
+    with open(sc, "w") as f:
+        f.write('local dc = require "datacrumbs"\n'
+                'dc.uprobe { file = "%s", functions = "%s" }\n' % (lib, glob))
+    r = t.run_dc(["check", sc])
+    t.equal(r.returncode, 0, "long names: check's exit status (%s)" % r.stderr)
+    warn = [ln for ln in r.stderr.splitlines() if "longer than datacrumbs keeps" in ln]
+    t.equal(len(warn), 1, "long names: one warning line: %r" % r.stderr)
+    m = re.search(r"dc\.uprobe: (\d+) functions of \S+ \((\S+), \.\.\.\) have a name of 64 "
+                  r"bytes or more", warn[0] if warn else "")
+    t.equal((int(m.group(1)), m.group(2) in longer) if m else None, (len(longer), True),
+            "long names: the warning counts them and names one")
+    t.check("no function of" not in r.stderr, "long names: no 'no function matches': %r"
+            % r.stderr)
+    t.check(re.search(r"long\.lua: %d functions in 1 layer" % len(shorter), r.stdout),
+            "long names: the %d shorter ones resolved: %r" % (len(shorter), r.stdout[:300]))
+
+
 def as_nobody(args, **kw):
     """Runs datacrumbs as uid/gid 65534 when root (setpriv), else as is."""
     pre = []
@@ -218,6 +252,7 @@ def main():
     os.chmod(wd, 0o755)
     test_list(wd)
     test_functions()
+    test_long_names(wd)
     broken = os.path.join(wd, "broken")
     os.makedirs(broken)
     test_check(broken)

@@ -167,6 +167,61 @@ equal(mine, [("openat", None, False)] + [("write", "w", False)] * 3,
 equal([e for e in events if e.get("name") == "end"][0]["args"]["script_errors"], 0,
       "filters: the first callback saw only writes")
 
+# dc.on_event's reuse = true: one ev table for every event (each seen once, the last event's
+# args and path gone); a callback without it keeps a new table per event for all
+REUSE = ('local dc = require "datacrumbs"\n'
+         'dc.probe { layer = "posix", functions = { "open", "write", "close" } }\n'
+         'local last, same, calls = nil, 0, 0\n'
+         'dc.on_event(function(ev)\n'
+         '  calls = calls + 1\n'
+         '  if rawequal(last, ev) then same = same + 1 end\n'
+         '  last = ev\n'
+         '  if ev.name == "write" then ev.args.tag = "w" end\n'
+         '  if ev.name == "close" then return false end\n'
+         'end, { reuse = true })\n'
+         '%s'
+         'dc.on_end(function() io.stderr:write(("reuse %%d %%d\\n"):format(calls, same)) end)\n')
+for other, what in (("", "reuse"), ("dc.on_event(function(ev) end)\n", "reuse+new")):
+    d = dctest.workdir("scripts-" + what.replace("+", "-"))
+    sc = os.path.join(d, "r.lua")
+    with open(sc, "w") as f:
+        f.write(REUSE % other)
+    data = os.path.join(d, "o")
+    r = dctest.run_dc(["run", "-o", d, sc, "--", "dd", "if=/dev/zero", "of=" + data, "bs=1k",
+                       "count=3", "status=none"])
+    equal(r.returncode, 0, "%s: exit status (%s)" % (what, r.stderr))
+    t = dctest.find_trace(d)
+    dctest.check_pfw(t)
+    events, _, _ = dctest.read_trace(t)
+    calls = dctest.calls(events)
+    mine = [(e["name"], e["args"].get("tag"), "count" in e["args"], "flags" in e["args"])
+            for e in calls if e.get("path") == data]
+    equal(mine, [("openat", None, False, True)] + [("write", "w", True, False)] * 3,
+          "%s: the file's events: writes tagged, the open's flags not on them, closes dropped"
+          % what)
+    equal([e["name"] for e in calls if "tag" in e["args"] and e["name"] != "write"], [],
+          "%s: no other event keeps a write's tag" % what)
+    got = [ln.split()[1:] for ln in r.stderr.splitlines() if ln.startswith("reuse ")]
+    end = [e for e in events if e.get("name") == "end"][0]["args"]
+    # with reuse alone, every event but the first was the table of the one before
+    equal(len(got), 1, "%s: the script's count line (%s)" % (what, r.stderr))
+    if got:
+        seen, same = int(got[0][0]), int(got[0][1])
+        check(seen >= len(calls), "%s: the callback saw every written event (%d >= %d)"
+              % (what, seen, len(calls)))
+        equal(same, seen - 1 if what == "reuse" else 0,
+              "%s: events sharing the previous event's table" % what)
+    equal(end["script_errors"], 0, "%s: no script error" % what)
+d = dctest.workdir("scripts-reuse-bad")
+sc = os.path.join(d, "bad.lua")
+with open(sc, "w") as f:
+    f.write('local dc = require "datacrumbs"\ndc.probe "posix"\n'
+            'dc.on_event(function() end, { reuse = 1 })\n')
+r = dctest.run_dc(["run", "-o", d, sc, "--", "true"])
+check(r.returncode == 125 and re.match(r"^datacrumbs: \S+bad\.lua:3: on_event: filter\.reuse must "
+                                       r"be true or false", r.stderr),
+      "reuse = 1: a one-line error with file:line: %r" % r.stderr)
+
 # dc.on_process and dc.stats: the lifecycle of prog_io's processes, the counters at the end
 d = dctest.workdir("scripts-proc")
 data = os.path.join(d, "data")
