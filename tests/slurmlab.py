@@ -67,12 +67,18 @@ def _wait_for(what, probe, timeout=READY_TIMEOUT, procs=()):
 
 
 class Lab:
-    """The cluster. plugstack: the plugstack.conf line (None: an empty plugstack.conf).
+    """The cluster. plugstack: the plugstack.conf line (None: an empty plugstack.conf), in
+    which "{dir}" stands for the lab's directory; files: {name: text} written (root's, mode
+    0644) into that directory before any daemon starts (e.g. a site.conf); base: the
+    directory to make the lab's in (default the system's temporary directory; a root-owned
+    one keeps every path the tracer reads as root free of world-writable parents).
     Attributes once up: dir (the lab's root), conf (slurm.conf's path), env (the environment
     a SLURM client needs), times (seconds of each phase)."""
 
-    def __init__(self, plugstack=None, keep=False):
+    def __init__(self, plugstack=None, files=None, keep=False, base=None):
+        self.base = base
         self.plugstack = plugstack
+        self.files = files or {}
         self.keep = keep
         self.dir = None
         self.procs = []          # (name, Popen) of every daemon started, in start order
@@ -84,7 +90,7 @@ class Lab:
     def up(self):
         t0 = time.monotonic()
         ensure_user()
-        self.dir = tempfile.mkdtemp(prefix="dclab-")
+        self.dir = tempfile.mkdtemp(prefix="dclab-", dir=self.base)
         os.chmod(self.dir, 0o755)   # the user's srun reads slurm.conf and the munge socket
         self.conf = os.path.join(self.dir, "slurm.conf")
         self.env = dict(os.environ, SLURM_CONF=self.conf)
@@ -149,9 +155,13 @@ class Lab:
             os.mkdir(os.path.join(d, sub), 0o755)
         for n in NODES:
             os.mkdir(os.path.join(d, "spool", n), 0o755)
+        for name, text in self.files.items():
+            with open(os.path.join(d, name), "w") as f:
+                f.write(text)
+            os.chmod(os.path.join(d, name), 0o644)
         with open(os.path.join(d, "plugstack.conf"), "w") as f:
             if self.plugstack:
-                f.write(self.plugstack + "\n")
+                f.write(self.plugstack.replace("{dir}", d) + "\n")
         lines = [
             "ClusterName=dclab",
             "SlurmctldHost=dcctl(%s.1)" % NET,
