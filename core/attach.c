@@ -5,6 +5,7 @@
 #include "util.h"
 #include "mpi.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -1240,6 +1241,39 @@ void dc_bpf_stats(const struct dc_bpf *b, uint64_t out[DC_STAT_NR])
 		for (int c = 0; c < b->ncpus; c++)
 			out[k] += vals[c];
 	}
+}
+
+int dc_bpf_consumer_only(struct dc_bpf *b, int keep)
+{
+	int fds[] = { bpf_map__fd(b->skel->maps.events), bpf_map__fd(b->skel->maps.aggs),
+		      bpf_map__fd(b->skel->maps.stats), bpf_map__fd(b->skel->maps.traced), keep };
+	const int nfds = sizeof(fds) / sizeof(fds[0]);
+	/* the read-only copies first: opening a map by id needs root */
+	const int ro[] = { 2, 3 };
+	for (size_t i = 0; i < sizeof(ro) / sizeof(ro[0]); i++) {
+		struct bpf_map_info info = { 0 };
+		__u32 len = sizeof(info);
+		LIBBPF_OPTS(bpf_get_fd_by_id_opts, o, .open_flags = BPF_F_RDONLY);
+		if (bpf_obj_get_info_by_fd(fds[ro[i]], &info, &len))
+			return -1;
+		int fd = bpf_map_get_fd_by_id_opts(info.id, &o);
+		if (fd < 0 || dup2(fd, fds[ro[i]]) < 0)
+			return -1;
+		close(fd);
+	}
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return -1;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		int fd = atoi(e->d_name), keepit = fd <= 2 || fd == dirfd(d) || e->d_name[0] == '.';
+		for (int i = 0; i < nfds && !keepit; i++)
+			keepit = fd == fds[i];
+		if (!keepit)
+			close(fd);
+	}
+	closedir(d);
+	return 0;
 }
 
 void dc_bpf_close(struct dc_bpf *b)

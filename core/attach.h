@@ -113,6 +113,12 @@ int dc_bpf_ringbuf_fd(const struct dc_bpf *b);
 /* Sums the per-CPU enum dc_stat counters into out. */
 void dc_bpf_stats(const struct dc_bpf *b, uint64_t out[DC_STAT_NR]);
 
+/* Site mode, in the consumer root forks (still root): closes every fd but 0-2, `keep`
+ * and the map fds the consumer reads (the ring buffer, aggs, and, turned read-only with
+ * BPF_F_RDONLY, stats and traced), so that no link or program fd, and no writable traced
+ * map, reaches the user's script. Never call dc_bpf_close on that copy. 0, or -1. */
+int dc_bpf_consumer_only(struct dc_bpf *b, int keep);
+
 /* Detaches every program and frees the object; no link or uprobe is left behind. */
 void dc_bpf_close(struct dc_bpf *b);
 

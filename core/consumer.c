@@ -23,6 +23,7 @@ struct seen {
 	char name[48];  /* process name (tid 0 entries) */
 	int rank;       /* MPI rank from the environment at exec, -1 unknown */
 	int ranked;     /* its PR record is written */
+	int trusted;    /* rank given by the launcher (site mode: slurmstepd), not the env */
 };
 
 struct dc_consumer {
@@ -608,16 +609,18 @@ static void on_process(struct dc_consumer *c, const struct dc_event *e, const ch
 			dc_script_process(c->script, "fork", e->pid, (int)e->args[0], name, 0);
 		break;
 	}
-	case DC_EV_EXEC:
-		if (epath)
+	case DC_EV_EXEC: {
+		struct seen *p = seen_slot(c, (uint64_t)e->pid << 32, &added);
+		if (epath && !p->trusted) /* a task keeps its "Rank N" */
 			name_process(c, e->pid, base_name(epath));
 		if (e->args[0]) /* gained privileges: BPF stopped tracing it */
 			untraced(c, e, epath);
-		if (c->want_ranks) /* now, while the new program surely runs */
-			seen_slot(c, (uint64_t)e->pid << 32, &added)->rank = dc_mpi_env_rank(e->pid);
+		if (c->want_ranks && !p->trusted) /* now, while the new program surely runs */
+			p->rank = dc_mpi_env_rank(e->pid);
 		if (c->script)
 			dc_script_process(c->script, "exec", e->pid, 0, epath ? base_name(epath) : NULL, 0);
 		break;
+	}
 	case DC_EV_EXIT: {
 		struct seen *p = seen_slot(c, (uint64_t)e->pid << 32, &added);
 		if (c->script)
@@ -712,6 +715,16 @@ void dc_consumer_add_process(struct dc_consumer *c, int pid, const char *name)
 {
 	dc_files_from_proc(pid);
 	name_process(c, pid, name);
+}
+
+void dc_consumer_add_task(struct dc_consumer *c, int pid, int rank)
+{
+	int added;
+	struct seen *s = seen_slot(c, (uint64_t)pid << 32, &added);
+	s->rank = rank;
+	s->trusted = 1;
+	dc_files_from_proc(pid);
+	mark_rank(c, pid);
 }
 
 uint64_t dc_consumer_written(const struct dc_consumer *c)

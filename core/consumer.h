@@ -35,6 +35,11 @@ uint64_t dc_consumer_dropped(const struct dc_consumer *c);
 /* Gives the consumer the run's profile (core/profile.h): written events feed its totals;
  * with profiling (profile mode), the records it gets are aggregated there instead of
  * being written. */
+/* Site mode: pid is a task of the job step with global rank `rank` (>= 0), as the launcher
+ * (slurmstepd's S_TASK_GLOBAL_ID) says, not its environment: named "Rank N" (process_name,
+ * kept across its exec) with a PR rank record (docs/trace-format.md), known before it runs. */
+void dc_consumer_add_task(struct dc_consumer *c, int pid, int rank);
+
 struct dc_profile;
 void dc_consumer_set_profile(struct dc_consumer *c, struct dc_profile *p, int profiling);
 

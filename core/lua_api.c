@@ -411,22 +411,13 @@ static int l_uprobe(lua_State *L)
 	check_fields(L, 1, "uprobe", known);
 	lua_getfield(L, 1, "layer");
 	const char *lname = luaL_optstring(L, -1, "APP");
-	if (!*lname || strlen(lname) >= sizeof(((struct dc_layer *)0)->name))
-		return luaL_error(L, "uprobe: spec.layer '%s' must be 1 to %d characters (it is the "
-				  "events' cat)", lname, (int)sizeof(((struct dc_layer *)0)->name) - 1);
-	lua_pop(L, 1);
-	struct dc_layer *l = calloc(1, sizeof(*l));
-	if (!l)
-		return luaL_error(L, "uprobe: out of memory");
-	l->custom = 1;
-	l->mechanism = DC_MECH_UPROBE;
-	l->tmpl.ret_kind = DC_RET_LONG;
-	lua_getfield(L, 1, "layer");
-	snprintf(l->name, sizeof(l->name), "%s", luaL_optstring(L, -1, "APP"));
 	lua_getfield(L, 1, "file");
-	snprintf(l->library, sizeof(l->library), "%s", luaL_optstring(L, -1, "CMD"));
+	const char *file = luaL_optstring(L, -1, "CMD");
 	luaL_where(L, 1);
-	snprintf(l->path, sizeof(l->path), "%sdc.uprobe", lua_tostring(L, -1));
+	struct dc_layer *l = dc_layer_custom_new(lname, file, lua_tostring(L, -1), err,
+						 sizeof(err));
+	if (!l)
+		return luaL_error(L, "uprobe: spec.%s", err);
 	lua_pop(L, 3);
 	/* register first, so every error below leaves nothing to free by hand */
 	struct dc_layer **ls = realloc(s->layers, (s->nlayers + 1) * sizeof(*ls));

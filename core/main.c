@@ -8,6 +8,7 @@
 #include "list.h"
 #include "pytools.h"
 #include "session.h"
+#include "step.h"
 
 int main(int argc, char **argv)
 {
@@ -17,6 +18,8 @@ int main(int argc, char **argv)
 		return dc_list_main(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "check"))
 		return dc_check_main(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "step"))
+		return dc_step_main(argc - 1, argv + 1);
 	if (argc >= 2 && dc_pytool_is(argv[1]))
 		return dc_pytool_main(argc - 1, argv + 1);
 	struct dc_opts o;

@@ -724,6 +724,41 @@ const struct dc_func *dc_layer_func(const struct dc_layer *l, const char *name)
 	return NULL;
 }
 
+const char *dc_arg_kind_name(enum dc_arg_kind kind)
+{
+	return (unsigned)kind < sizeof arg_kinds / sizeof arg_kinds[0] ? arg_kinds[kind].name
+								      : "?";
+}
+
+struct dc_layer *dc_layer_custom_new(const char *name, const char *library, const char *where,
+				     char *err, size_t errlen)
+{
+	struct dc_layer *l;
+
+	if (!*name || strlen(name) >= sizeof l->name) {
+		snprintf(err, errlen, "layer '%.40s' must be 1 to %d characters (it is the events' "
+			 "cat)", name, (int)sizeof l->name - 1);
+		return NULL;
+	}
+	if (strlen(library) >= sizeof l->library) {
+		snprintf(err, errlen, "file '%.40s...' is longer than %d characters", library,
+			 (int)sizeof l->library - 1);
+		return NULL;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	l->custom = 1;
+	l->mechanism = DC_MECH_UPROBE;
+	l->tmpl.ret_kind = DC_RET_LONG;
+	snprintf(l->name, sizeof l->name, "%s", name);
+	snprintf(l->library, sizeof l->library, "%s", library);
+	snprintf(l->path, sizeof l->path, "%sdc.uprobe", where);
+	return l;
+}
+
 void dc_layer_free(struct dc_layer *l)
 {
 	if (!l)

@@ -136,6 +136,17 @@ struct dc_layer *dc_layer_load(const char *path, char *err, size_t errlen);
  * args list (docs/probes.md). Returns 0, or -1 with a one-line reason in err. */
 int dc_arg_parse(const char *text, struct dc_arg *a, char *err, size_t errlen);
 
+/* The kind's name as a description writes it ("fd", "path", "_"), for dc_arg_parse;
+ * "?" for a value out of range. */
+const char *dc_arg_kind_name(enum dc_arg_kind kind);
+
+/* A new, empty layer of the kind dc.uprobe makes (`custom`: functions from `globs`, each
+ * like `tmpl`): cat `name` (1-31 bytes), `library` "CMD", a path or a soname prefix, ret
+ * long, returns auto; `where` ("script.lua:12: ") is its path in messages. NULL when out of
+ * memory or a name does not fit (err says which). */
+struct dc_layer *dc_layer_custom_new(const char *name, const char *library, const char *where,
+				     char *err, size_t errlen);
+
 /* Finds a function of the layer by name, NULL when absent. */
 const struct dc_func *dc_layer_func(const struct dc_layer *l, const char *name);
 

@@ -27,6 +27,7 @@
 #include "elfsym.h"
 #include "kmech.h"
 #include "lua_api.h"
+#include "probeset.h"
 #include "profile.h"
 #include "resolve.h"
 #include "outfile.h"
@@ -84,6 +85,11 @@ struct session {
 	char name[256];           /* its name, as ps shows it (process_name, trace file) */
 	char host[256];
 	char err[PATH_MAX + 1024];
+	const struct dc_consume *site; /* site mode's consumer (dc_session_consume), or NULL */
+	uv_poll_t ctl_poll;       /* site mode: root's control socket */
+	char ctl_buf[256];
+	size_t ctl_len;
+	uint64_t final_events;    /* close_trace: the events that reached the file */
 };
 
 
@@ -105,103 +111,6 @@ static int check_privileges(char *err, size_t errlen)
 	snprintf(err, errlen, "permission denied: datacrumbs needs root, or CAP_BPF and "
 		 "CAP_PERFMON (try sudo)");
 	return -1;
-}
-
-/* Adds the probes of request r on a kernel-function layer (`mechanism: kernel`, e.g. VFS):
- * each function by fentry/fexit where this kernel allows fentry and has the function's
- * BTF, else by kprobe/kretprobe where kprobes work and kallsyms has it (dc_kmech_choose);
- * functions neither can reach (inlined, missing) get a warning. When the kernel allows
- * neither mechanism, the run fails here, before the command starts. Returns the number of
- * probes, or -1 with err. */
-static int add_kfunc_probes(struct session *s, const struct dc_probe_req *r, char *err,
-			    size_t errlen)
-{
-	const struct dc_layer *l = r->layer;
-	struct dc_features f;
-	dc_features_check(&f); /* tries fentry and kprobes for real */
-	int fe = f.r[DC_FEAT_FENTRY].ok == DC_FEAT_YES, kp = f.r[DC_FEAT_KPROBE].ok == DC_FEAT_YES;
-	if (!fe && !kp) {
-		dc_kmech_unavailable(l->path, f.r[DC_FEAT_FENTRY].reason, f.r[DC_FEAT_KPROBE].reason,
-				     err, errlen);
-		return -1;
-	}
-	int total = 0, n = r->funcs ? r->nfuncs : l->nfuncs;
-	for (int k = 0; k < n; k++) {
-		const struct dc_func *fn = r->funcs ? dc_layer_func(l, r->funcs[k]) : &l->funcs[k];
-		int idx = dc_bpf_kfunc(fn->name);
-		enum dc_kmech m = idx < 0 ? DC_KMECH_NONE
-			: dc_kmech_choose(fe, kp, dc_kfunc_in_btf(fn->name),
-					  dc_kfunc_in_kallsyms(fn->name));
-		if (m == DC_KMECH_NONE) {
-			fprintf(stderr, "datacrumbs: warning: %s (%s:%d) %s: not traced\n", fn->name,
-				l->path, fn->line, idx < 0 ? "has no program in bpf/vfs.bpf.c"
-				: "is inlined or missing on this kernel (not in its BTF or kallsyms)");
-			continue;
-		}
-		if (dc_bpf_add_probe(s->bpf, l, fn, m == DC_KMECH_FENTRY ? "[fentry]" : "[kprobe]",
-				     idx, 0) < 0) {
-			snprintf(err, errlen, "too many probes (65536 functions at most): ask for fewer with dc.probe{ functions = ... }");
-			return -1;
-		}
-		total++;
-	}
-	return total;
-}
-
-/* Resolves every function the script asked for to probes: uprobe layers to (library,
- * offset) in the library `binary` loads (or -p's process has mapped), kernel layers by
- * their mechanism. Functions that cannot be reached get a warning. Returns the number of
- * probes, or -1 with err. */
-struct add_ctx {
-	struct session *s;
-	int visible;
-};
-
-/* dc_resolve_fn: adds one resolved function to the probe table. */
-static int add_resolved(const struct dc_resolved *p, void *arg)
-{
-	struct add_ctx *c = arg;
-	if (dc_bpf_add_probe(c->s->bpf, p->layer, p->func, p->where, p->offset, p->hidden) < 0)
-		return 1;
-	c->visible += !p->hidden;
-	return 0;
-}
-
-static int resolve_probes(struct session *s, const char *binary, char *err, size_t errlen)
-{
-	int nreq, total = 0;
-	const struct dc_probe_req *reqs = dc_script_reqs(s->script, &nreq);
-	if (nreq == 0) {
-		snprintf(err, errlen, "%s asks for no probes (call datacrumbs.probe in it)",
-			 s->o->script);
-		return -1;
-	}
-	struct dc_sysset claimed;
-	dc_resolve_claimed(reqs, nreq, &claimed);
-	for (int i = 0; i < nreq; i++) {
-		const struct dc_probe_req *r = &reqs[i];
-		const struct dc_layer *l = r->layer;
-		if (l->mechanism == DC_MECH_KERNEL) {
-			int n = add_kfunc_probes(s, r, err, errlen);
-			if (n < 0)
-				return -1;
-			total += n;
-			continue;
-		}
-		struct add_ctx ctx = { s, 0 };
-		int bad;
-		int e = dc_resolve_req(r, &claimed, binary, s->o->cmd ? s->o->cmd + 1 : NULL,
-				       s->started ? 0 : s->o->pid, add_resolved, &ctx,
-				       &bad, err, errlen);
-		if (e) {
-			s->cmd_bad = bad && s->started;
-			if (e > 0)
-				snprintf(err, errlen, "too many probes (65536 functions at most): ask for fewer with dc.probe{ functions = ... }");
-			return -1;
-		}
-		total += ctx.visible;
-	}
-	return total;
 }
 
 /* dc_emit_fn: a script's dc.emit / dc.counter record goes to the consumer's writer. */
@@ -358,6 +267,13 @@ static void on_flush(uv_timer_t *t)
 	struct session *s = t->data;
 	if (!s->cut && dc_writer_flush(s->w) < 0)
 		cut(s, errno);
+	if (s->site && s->cons) { /* site mode: root keeps the status file */
+		char line[48];
+		int n = snprintf(line, sizeof(line), "events %llu\n",
+				 (unsigned long long)dc_consumer_written(s->cons));
+		if (write(s->site->ctl, line, (size_t)n) != n)
+			finish(s);
+	}
 	if (s->status_line && s->cons) {
 		uint64_t st[DC_STAT_NR] = { 0 };
 		dc_bpf_stats(s->bpf, st);
@@ -752,7 +668,7 @@ static int run_script(struct session *s)
 			fail(s->err);
 		return -1;
 	}
-	if (!o->cmd && !o->pid) {
+	if (!o->cmd && !o->pid && !s->site) {
 		snprintf(s->err, sizeof(s->err), "%s --help did not end the run: nothing to trace "
 			 "(give -- CMD [ARGS] or -p PID)", o->script);
 		fail(s->err);
@@ -860,7 +776,18 @@ static int load_probes(struct session *s)
 		fail(s->err);
 		return -1;
 	}
-	int nprobes = resolve_probes(s, s->exec, s->err, sizeof(s->err));
+	int nreq;
+	const struct dc_probe_req *reqs = dc_script_reqs(s->script, &nreq);
+	if (nreq == 0) {
+		snprintf(s->err, sizeof(s->err), "%s asks for no probes (call datacrumbs.probe in "
+			 "it)", o->script);
+		fail(s->err);
+		return -1;
+	}
+	int bad = 0;
+	int nprobes = dc_probeset_add(s->bpf, reqs, nreq, s->exec, o->cmd ? o->cmd + 1 : NULL,
+				      s->started ? 0 : o->pid, &bad, s->err, sizeof(s->err));
+	s->cmd_bad = bad && s->started;
 	if (nprobes < 0) {
 		fail(s->err);
 		if (s->cmd_bad)
@@ -1089,6 +1016,7 @@ static void close_trace(struct session *s)
 		 * first event written and flushed, before any traced call: write_start) */
 		uint64_t all = s->cons ? dc_consumer_written(s->cons) : 0;
 		uint64_t n = !s->cut ? all : on_disk ? on_disk - 1 : 0;
+		s->final_events = n;
 		uint64_t dropped = (s->cons ? dc_consumer_dropped(s->cons) : 0) +
 				   dc_profile_dropped(s->prof);
 		unsigned long errs = dc_script_errors(s->script);
@@ -1134,7 +1062,8 @@ static int teardown(struct session *s)
 		close(s->pidfd);
 	if (s->sigfd >= 0)
 		close(s->sigfd);
-	dc_bpf_close(s->bpf); /* detach first: nothing stays attached past this point */
+	if (!s->site) /* site mode: root's to detach; our copy only has map fds */
+		dc_bpf_close(s->bpf); /* detach first: nothing stays attached past this point */
 	close_trace(s);
 	if (s->script) {
 		dc_script_set_emitter(s->script, NULL, NULL, 0);
@@ -1178,4 +1107,145 @@ int dc_session_run(const struct dc_opts *o)
 		run_to_end(s);
 	write_end(s);
 	return teardown(s);
+}
+
+/* Site mode: a line from root. "task PID RANK": a task of the step, traced from now
+ * (root put it in the traced map), named and ranked before it runs; answered "ok".
+ * "end": the step ended. Returns 0, or -1 for a line that is neither. */
+static int ctl_line(struct session *s, const char *line)
+{
+	int pid, rank;
+	char extra;
+	if (sscanf(line, "task %d %d%c", &pid, &rank, &extra) == 2 && pid > 0 && rank >= 0) {
+		dc_consumer_add_task(s->cons, pid, rank);
+		if (dc_writer_flush(s->w) < 0)
+			cut(s, errno);
+		return write(s->site->ctl, "ok\n", 3) == 3 ? 0 : -1;
+	}
+	if (!strcmp(line, "end")) {
+		finish(s);
+		return 0;
+	}
+	return -1;
+}
+
+static void on_ctl(uv_poll_t *h, int status, int events)
+{
+	struct session *s = h->data;
+	(void)status;
+	(void)events;
+	ssize_t n = read(s->site->ctl, s->ctl_buf + s->ctl_len, sizeof(s->ctl_buf) - 1 -
+			 s->ctl_len);
+	if (n <= 0) {
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			return;
+		uv_poll_stop(h);
+		finish(s); /* root is gone: end the trace complete with what was drained */
+		return;
+	}
+	s->ctl_len += (size_t)n;
+	s->ctl_buf[s->ctl_len] = 0;
+	char *nl;
+	while ((nl = strchr(s->ctl_buf, '\n'))) {
+		*nl = 0;
+		if (ctl_line(s, s->ctl_buf))
+			fprintf(stderr, "datacrumbs: site mode: bad control line '%.64s' ignored\n",
+				s->ctl_buf);
+		size_t used = (size_t)(nl + 1 - s->ctl_buf);
+		memmove(s->ctl_buf, nl + 1, s->ctl_len - used + 1);
+		s->ctl_len -= used;
+	}
+	if (s->ctl_len == sizeof(s->ctl_buf) - 1)
+		s->ctl_len = 0; /* a line this long is no line of ours */
+}
+
+/* The start record of a job step's trace and its job facts: PR records job_id, step_id,
+ * node, user (docs/trace-format.md "Site mode"), pid the tracer's own. */
+static void write_site_start(struct session *s, uint64_t ts)
+{
+	const struct dc_consume *c = s->site;
+	int p = s->child;
+	char cmd_h[17], exec_h[17], cwd_h[17];
+	memcpy(cmd_h, dc_writer_string(s->w, p, p, c->exe), 17);
+	memcpy(exec_h, dc_writer_string(s->w, p, p, c->exe), 17);
+	memcpy(cwd_h, dc_writer_file(s->w, p, p, c->cwd), 17);
+	dc_writer_meta(s->w, "PR", p, p, "job_id", c->job);
+	dc_writer_meta(s->w, "PR", p, p, "step_id", c->step);
+	dc_writer_meta(s->w, "PR", p, p, "node", c->node);
+	dc_writer_meta(s->w, "PR", p, p, "user", c->user);
+	dc_writer_begin(s->w, dc_consumer_own_id(s->cons), "start", "datacrumbs", p, p, ts, 0);
+	dc_writer_arg_str(s->w, "cmd_hash", cmd_h);
+	dc_writer_arg_str(s->w, "exec_hash", exec_h);
+	dc_writer_arg_str(s->w, "cwd", cwd_h);
+	dc_writer_arg_str(s->w, "version", DC_VERSION);
+	dc_writer_arg_int(s->w, "ppid", 0);
+	dc_writer_end(s->w);
+}
+
+int dc_session_consume(const struct dc_opts *o, const struct dc_consume *c)
+{
+	struct session S = { .o = o, .pidfd = -1, .sigfd = -1, .rc = DC_EXIT_FAIL, .go = -1,
+			     .stfd = -1, .site = c,
+			     .out = { c->trace_path, 1, 0, 0 } }, *s = &S;
+	guard_process();
+	if (block_signals(s) || uv_loop_init(&s->loop)) {
+		fail("cannot set up the event loop and signal handling");
+		return DC_EXIT_FAIL;
+	}
+	s->bpf = c->bpf;
+	s->child = c->own_pid;
+	s->interval_ns = c->interval_ns;
+	s->t0 = c->t0;
+	snprintf(s->host, sizeof(s->host), "%s", c->node);
+	snprintf(s->name, sizeof(s->name), "%s", c->exe);
+	if (run_script(s))
+		return teardown(s);
+	if (dc_out_path(&s->out, s->name, s->host, 0, s->trace_path, sizeof(s->trace_path),
+			s->err, sizeof(s->err))) {
+		fail(s->err);
+		return teardown(s);
+	}
+	int tfd = dc_out_create(&s->out, s->trace_path, getuid(), getgid(), s->err,
+				sizeof(s->err));
+	if (tfd < 0) {
+		fail(s->err);
+		return teardown(s);
+	}
+	s->w = dc_writer_fdopen(tfd, s->trace_path, o->compress, s->host, s->child, s->child,
+				s->err, sizeof(s->err));
+	int64_t m2r = mono_to_real();
+	if (s->w)
+		s->cons = dc_consumer_new(s->bpf, s->w, s->script, m2r, s->err, sizeof(s->err));
+	if (!s->w || !s->cons) {
+		fail(s->err);
+		return teardown(s);
+	}
+	s->prof = dc_profile_new(s->bpf, s->w, s->script, s->interval_ns, s->t0, m2r);
+	if (!s->prof) {
+		fail("out of memory");
+		return teardown(s);
+	}
+	dc_consumer_set_profile(s->cons, s->prof, s->interval_ns > 0);
+	dc_script_set_emitter(s->script, emit_record_cb, s->cons, s->child);
+	dc_script_set_stats(s->script, stats_cb, s);
+	dc_script_set_reader(s->script, read_cb, s);
+	write_site_start(s, now_us());
+	if (dc_writer_flush(s->w))
+		cut(s, errno);
+	start_loop(s);
+	uv_poll_init(&s->loop, &s->ctl_poll, c->ctl);
+	s->ctl_poll.data = s;
+	uv_poll_start(&s->ctl_poll, UV_READABLE, on_ctl);
+	run_to_end(s);
+	write_end(s);
+	s->rc = 0;
+	uint64_t lost = s->stats[DC_STAT_LOST];
+	int rc = teardown(s);
+	char done[PATH_MAX + 64];
+	int n = snprintf(done, sizeof(done), "done %llu %llu %s\n",
+			 (unsigned long long)s->final_events, (unsigned long long)lost,
+			 s->trace_path);
+	if (write(c->ctl, done, (size_t)n) != n)
+		return DC_EXIT_FAIL;
+	return rc;
 }

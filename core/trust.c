@@ -27,10 +27,17 @@ static long env_id(const char *name)
 	return errno || *end || n < 0 || n > 0x7fffffffL ? -1 : n;
 }
 
+static struct dc_invoker iv;
+static int done;
+
+void dc_invoker_reset(void)
+{
+	done = 0;
+	memset(&iv, 0, sizeof(iv));
+}
+
 const struct dc_invoker *dc_invoker(void)
 {
-	static struct dc_invoker iv;
-	static int done;
 	if (done)
 		return &iv;
 	done = 1;

@@ -20,6 +20,10 @@ struct dc_invoker {
  * fails; the pointer is static. */
 const struct dc_invoker *dc_invoker(void);
 
+/* Forgets the computed invoker: the next dc_invoker() looks again. For a child that has
+ * changed user (site mode's script runs): it is then that user, not root. */
+void dc_invoker_reset(void);
+
 /* As root (dc_invoker()->root), checks that code may be read from file `path`: the file
  * and every directory above it (after resolving symlinks) are owned by root or the
  * invoking user; the file is a regular file not writable by group or others; a directory
