@@ -92,7 +92,7 @@ def check_owned_trace(path, what):
 def test_two_nodes(lab):
     """srun -N2 -n4: one trace per node, each holding exactly its tasks, exact bytes."""
     d = user_dir("slurm-two-nodes")
-    r = lab.run_as_user(["srun", "-N2", "-n4", "--datacrumbs=io_posix.lua", PROG, d], cwd=d,
+    r = lab.run_as_user(["srun", "-Q", "-N2", "-n4", "--datacrumbs=io_posix.lua", PROG, d], cwd=d,
                         timeout=WAIT)
     equal(r.returncode, 0, "srun -N2 -n4 exit status (stderr %r)" % r.stderr)
     equal(r.stderr, "", "srun -N2 -n4: nothing on stderr")
@@ -144,20 +144,19 @@ def test_two_nodes(lab):
 def test_other_job_untraced(lab):
     """Two jobs at once on n1, one traced: no event of the other in the trace."""
     d = user_dir("slurm-two-jobs")
-    a = lab.popen_as_user(["srun", "-w", "n1", "-N1", "-n1", "--datacrumbs=io_posix.lua", PROG,
+    a = lab.popen_as_user(["srun", "-Q", "-w", "n1", "-N1", "-n1", "--datacrumbs=io_posix.lua", PROG,
                            d, "A", "hold"], cwd=d, stdin=subprocess.PIPE,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         first = a.stdout.readline()
         held = a.stdout.readline()
         equal(held.strip(), "held A 0", "job A holding")
-        b = lab.run_as_user(["srun", "-w", "n1", "-N1", "-n1", PROG, d, "B"], cwd=d,
+        b = lab.run_as_user(["srun", "-Q", "-w", "n1", "-N1", "-n1", PROG, d, "B"], cwd=d,
                             timeout=WAIT)
         equal(b.returncode, 0, "untraced job B's exit status (stderr %r)" % b.stderr)
         tb = tasks_of(b.stdout, "B")
     finally:
-        a.stdin.close()
-        out, err = a.communicate(timeout=WAIT)
+        out, err = a.communicate(input="", timeout=WAIT)  # EOF on its stdin: it ends
     equal(a.returncode, 0, "traced job A's exit status (stderr %r)" % err)
     ta = tasks_of(first, "A")
     if 0 not in ta or 0 not in tb:
@@ -180,36 +179,44 @@ def test_other_job_untraced(lab):
     equal(meta_of(meta, "job_id"), [ja], "job A's trace: job_id")
 
 
+def run_user_script(lab, d, name, text):
+    """Runs a one-task job on n1 traced by the user's own script d/name (text); returns
+    (CompletedProcess, job id)."""
+    s = os.path.join(d, name)
+    with open(s, "w") as f:
+        f.write(text)
+    os.chown(s, slurmlab.UID, slurmlab.UID)
+    r = lab.run_as_user(["srun", "-Q", "-w", "n1", "-N1", "-n1", "--datacrumbs=" + s, PROG, d],
+                        cwd=d, timeout=WAIT)
+    t = tasks_of(r.stdout)
+    return r, (t[0][2] if 0 in t else "?")
+
+
 def test_user_script_rights(lab):
-    """The user's own script runs as the user: os.execute as the user, a root-only file
-    refused to it."""
+    """The user's own script runs with the user's rights only: a root-only file is refused
+    to it as to the user; os.execute is not there in site mode. Each job runs untraced with
+    the script's error as its one stderr line."""
     d = user_dir("slurm-user-script")
     secret = os.path.join(os.environ.get("TEST_OUT", "/tmp"), "slurm-root-only")
     with open(secret, "w") as f:
         f.write("root's\n")
     os.chmod(secret, 0o600)
-    s = os.path.join(d, "who.lua")
-    with open(s, "w") as f:
-        f.write('os.execute("id -u > %s/who.txt")\n' % d)
-        f.write('local f, err = io.open("%s", "r")\n' % secret)
-        f.write('if not f then error("cannot read: " .. err, 0) end\n')
-    os.chown(s, slurmlab.UID, slurmlab.UID)
-    r = lab.run_as_user(["srun", "-w", "n1", "-N1", "-n1", "--datacrumbs=" + s, PROG, d], cwd=d,
-                        timeout=WAIT)
-    equal(r.returncode, 0, "job with the user's script: exit status (stderr %r)" % r.stderr)
-    t = tasks_of(r.stdout)
-    job = t[0][2] if 0 in t else "?"
-    try:
-        with open(os.path.join(d, "who.txt")) as f:
-            who = f.read().strip()
-        owner = os.stat(os.path.join(d, "who.txt")).st_uid
-    except OSError as e:
-        who, owner = str(e), None
-    equal(who, str(slurmlab.UID), "id -u from the script's os.execute")
-    equal(owner, slurmlab.UID, "owner of the file os.execute wrote")
+    r, job = run_user_script(lab, d, "peek.lua",
+                             'local f, err = io.open("%s", "r")\n'
+                             'if not f then error("cannot read: " .. err, 0) end\n' % secret)
+    equal(r.returncode, 0, "job with a script reading a root-only file: exit status")
     equal(r.stderr.splitlines(),
           ["datacrumbs: not tracing job %s step 0 on n1: cannot read: %s: Permission denied"
            % (job, secret)], "the job's stderr: the script's error, as the user")
+    equal(os.path.getsize(os.path.join(d, "rank0.dat")), BLOCK, "the job ran: rank0.dat")
+    os.unlink(os.path.join(d, "rank0.dat"))
+    r, job = run_user_script(lab, d, "shell.lua", 'os.execute("id -u > %s/who.txt")\n' % d)
+    equal(r.returncode, 0, "job with a script calling os.execute: exit status")
+    equal(r.stderr.splitlines(),
+          ["datacrumbs: not tracing job %s step 0 on n1: %s/shell.lua:1: os.execute is not "
+           "available without --unsafe (it would start a program or load native code with the "
+           "tracer's privileges)" % (job, d)], "the job's stderr: os.execute refused")
+    equal(os.path.exists(os.path.join(d, "who.txt")), False, "os.execute ran nothing")
     equal(os.path.getsize(os.path.join(d, "rank0.dat")), BLOCK, "the job ran: rank0.dat")
     equal([f for f in os.listdir(d) if ".pfw" in f], [], "no trace")
 
@@ -221,7 +228,7 @@ def test_broken_script(lab):
     with open(s, "w") as f:
         f.write("dc.on(\n")
     os.chown(s, slurmlab.UID, slurmlab.UID)
-    r = lab.run_as_user(["srun", "-N2", "-n2", "--datacrumbs=" + s, PROG, d], cwd=d,
+    r = lab.run_as_user(["srun", "-Q", "-N2", "-n2", "--datacrumbs=" + s, PROG, d], cwd=d,
                         timeout=WAIT)
     equal(r.returncode, 0, "job with a broken script: exit status (stderr %r)" % r.stderr)
     t = tasks_of(r.stdout)
@@ -244,7 +251,7 @@ def test_broken_script(lab):
 def test_scancel(lab):
     """scancel of a traced job mid-run: the trace is finished and valid, nothing attached."""
     d = user_dir("slurm-scancel")
-    p = lab.popen_as_user(["srun", "-w", "n2", "-N1", "-n1", "--datacrumbs=io_posix.lua", PROG,
+    p = lab.popen_as_user(["srun", "-Q", "-w", "n2", "-N1", "-n1", "--datacrumbs=io_posix.lua", PROG,
                            d, "C", "hold"], cwd=d, stdin=subprocess.PIPE,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -264,7 +271,7 @@ def test_scancel(lab):
     finally:
         if p.poll() is None:
             p.kill()
-        p.communicate()
+        p.communicate(input="")
     check(p.returncode != 0, "srun of a cancelled job fails (got %r)" % p.returncode)
     wait_trace_done(lab, "n2", job, 0)
     path = os.path.join(d, "%s.0-n2.pfw.gz" % job)
