@@ -221,6 +221,63 @@ def test_user_script_rights(lab):
     equal([f for f in os.listdir(d) if ".pfw" in f], [], "no trace")
 
 
+def test_batch_and_env(lab):
+    """sbatch --datacrumbs: the option reaches the batch step and the script's srun step (one
+    trace each); DATACRUMBS_SCRIPT and DATACRUMBS_OUTPUT in the job's environment instead."""
+    d = user_dir("slurm-batch")
+    job_sh = os.path.join(d, "job.sh")
+    with open(job_sh, "w") as f:
+        f.write("#!/bin/sh\nsrun -Q -n2 %s %s\n" % (PROG, d))
+    os.chmod(job_sh, 0o755)
+    os.chown(job_sh, slurmlab.UID, slurmlab.UID)
+    r = lab.run_as_user(["sbatch", "--parsable", "--wait", "-w", "n2", "-N1", "-n2",
+                         "-o", os.path.join(d, "out.txt"), "--datacrumbs=io_posix.lua", job_sh],
+                        cwd=d, timeout=WAIT)
+    equal(r.returncode, 0, "sbatch --wait exit status (stderr %r)" % r.stderr)
+    job = r.stdout.strip().split(";")[0]
+    with open(os.path.join(d, "out.txt")) as f:
+        tasks = tasks_of(f.read())
+    equal(sorted(tasks), [0, 1], "the batch job's srun step: ranks that ran")
+    for step in ["batch", "0"]:
+        wait_trace_done(lab, "n2", job, step)
+    equal(sorted(f for f in os.listdir(d) if f.endswith(".pfw.gz")),
+          sorted(["%s.batch-n2.pfw.gz" % job, "%s.0-n2.pfw.gz" % job]), "batch job's traces")
+    path = os.path.join(d, "%s.batch-n2.pfw.gz" % job)
+    if check_owned_trace(path, "batch step"):
+        events, _, meta = dctest.read_trace(path)
+        equal((meta_of(meta, "job_id"), meta_of(meta, "step_id"), meta_of(meta, "node")),
+              ([job], ["batch"], ["n2"]), "batch step's job facts")
+        equal(meta_of(meta, "rank"), ["0"], "batch step: one task, rank 0 (the script)")
+        equal([k for k in writes_by_file(events) if k[1].startswith("rank")], [],
+              "batch step: the srun step's writes are not in it")
+    path = os.path.join(d, "%s.0-n2.pfw.gz" % job)
+    if check_owned_trace(path, "batch job's step 0") and len(tasks) == 2:
+        events, _, meta = dctest.read_trace(path)
+        equal((meta_of(meta, "job_id"), meta_of(meta, "step_id")), ([job], ["0"]),
+              "step 0's job facts")
+        w = writes_by_file(events)
+        for rank, (_, pid, _) in tasks.items():
+            equal(w.get((pid, "rank%d.dat" % rank)), [BLOCK] * (rank + 1),
+                  "batch job's step 0: rank %d's writes" % rank)
+
+    e = user_dir("slurm-env")
+    out = os.path.join(e, "traces")
+    os.mkdir(out)
+    os.chown(out, slurmlab.UID, slurmlab.UID)
+    r = lab.run_as_user(["srun", "-Q", "-w", "n1", "-N1", "-n1", PROG, e], cwd=e, timeout=WAIT,
+                        env={"DATACRUMBS_SCRIPT": "io_posix.lua", "DATACRUMBS_OUTPUT": out})
+    equal(r.returncode, 0, "srun with DATACRUMBS_SCRIPT: exit status (stderr %r)" % r.stderr)
+    t = tasks_of(r.stdout)
+    job = t[0][2] if 0 in t else "?"
+    wait_trace_done(lab, "n1", job, 0)
+    equal(os.listdir(out), ["%s.0-n1.pfw.gz" % job], "DATACRUMBS_OUTPUT holds the trace")
+    path = os.path.join(out, "%s.0-n1.pfw.gz" % job)
+    if check_owned_trace(path, "DATACRUMBS_SCRIPT job") and 0 in t:
+        events, _, meta = dctest.read_trace(path)
+        equal(writes_by_file(events).get((t[0][1], "rank0.dat")), [BLOCK],
+              "DATACRUMBS_SCRIPT job: rank 0's writes")
+
+
 def test_broken_script(lab):
     """A script with a syntax error: the job runs, exit 0, one line on its stderr."""
     d = user_dir("slurm-broken")
@@ -305,8 +362,8 @@ def main():
     try:
         lab.up()
         times["setup"] = lab.times["setup"]
-        for t in [test_two_nodes, test_other_job_untraced, test_user_script_rights,
-                  test_broken_script, test_scancel]:
+        for t in [test_two_nodes, test_other_job_untraced, test_batch_and_env,
+                  test_user_script_rights, test_broken_script, test_scancel]:
             t0 = time.monotonic()
             before = dctest.failed
             try:
