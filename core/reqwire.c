@@ -155,18 +155,18 @@ static int read_probe(struct reader *r, struct dc_wire_reqs *o, dc_layer_allow_f
 	if (!where || get_num(r, 0, 1, &up) || get_num(r, -1, MAX_LIST, &n))
 		BAD("site mode: the declare run's dc.probe record is malformed");
 	snprintf(q.where, sizeof(q.where), "%s", where);
-	if (allow(path, arg, err, errlen))
-		return -1;
-	char lerr[1024];
-	struct dc_layer *l = dc_layer_load(path, lerr, sizeof(lerr));
+	char real[4096], lerr[1024];
+	if (allow(path, arg, real, sizeof(real), lerr, sizeof(lerr)))
+		BAD("%sprobe: %s", where, lerr);
+	struct dc_layer *l = dc_layer_load(real, lerr, sizeof(lerr));
 	if (!l)
-		BAD("%s %s", where, lerr);
+		BAD("%sprobe: %s", where, lerr);
 	if (add_layer(o, l))
 		BAD("out of memory");
 	q.layer = l;
 	q.uprobe = (int)up;
 	if (q.uprobe && l->mechanism != DC_MECH_UPROBE)
-		BAD("%s probe: mechanism = \"uprobe\": layer %s is not probed by uprobes", where,
+		BAD("%sprobe: mechanism = \"uprobe\": layer %s is not probed by uprobes", where,
 		    l->name);
 	if (n >= 0) {
 		q.funcs = calloc((size_t)n + 1, sizeof(char *));
@@ -177,7 +177,7 @@ static int read_probe(struct reader *r, struct dc_wire_reqs *o, dc_layer_allow_f
 			if (!f)
 				BAD("site mode: the declare run's function list is cut");
 			if (!dc_layer_func(l, f))
-				BAD("%s probe: function '%s' is not in %s", where, f, l->path);
+				BAD("%sprobe: function '%s' is not in %s", where, f, l->path);
 			if (!(q.funcs[q.nfuncs++] = strdup(f)))
 				BAD("out of memory");
 		}
@@ -202,7 +202,7 @@ static int read_uprobe(struct reader *r, struct dc_wire_reqs *o, char *err, size
 		BAD("site mode: the declare run's dc.uprobe record is malformed");
 	struct dc_layer *l = dc_layer_custom_new(cat, file, where, aerr, sizeof(aerr));
 	if (!l)
-		BAD("%s uprobe: spec.%s", where, aerr);
+		BAD("%suprobe: spec.%s", where, aerr);
 	if (add_layer(o, l))
 		BAD("out of memory");
 	l->tmpl.ret_kind = (enum dc_ret_kind)ret;
@@ -210,7 +210,7 @@ static int read_uprobe(struct reader *r, struct dc_wire_reqs *o, char *err, size
 	for (long long k = 0; k < nargs; k++) {
 		const char *a = get(r);
 		if (!a || dc_arg_parse(a, &l->tmpl.args[k], aerr, sizeof(aerr)))
-			BAD("%s uprobe: %s", where, a ? aerr : "args cut");
+			BAD("%suprobe: %s", where, a ? aerr : "args cut");
 	}
 	l->tmpl.nargs = (int)nargs;
 	if (get_num(r, 1, MAX_LIST, &nglobs))
@@ -220,7 +220,7 @@ static int read_uprobe(struct reader *r, struct dc_wire_reqs *o, char *err, size
 	for (long long k = 0; k < nglobs; k++) {
 		const char *g = get(r);
 		if (!g || !*g)
-			BAD("%s uprobe: function #%lld is not a name", where, k + 1);
+			BAD("%suprobe: function #%lld is not a name", where, k + 1);
 		if (!(l->globs[l->nglobs] = strdup(g)))
 			BAD("out of memory");
 		l->nglobs++;

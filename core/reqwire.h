@@ -26,8 +26,11 @@ struct dc_wire {
 int dc_reqwire_encode(struct dc_wire *w, const char *exe, int mode, uint64_t interval_ns,
 		      const struct dc_probe_req *reqs, int n);
 
-/* May root load probe description `path` for this user? 0, or -1 with err. */
-typedef int (*dc_layer_allow_fn)(const char *path, void *arg, char *err, size_t errlen);
+/* May root load probe description `path` for this user? 0 with the file to load in real
+ * (reallen bytes: the resolved path that was checked, never `path` again: a symlink the
+ * user owns could change meanwhile), or -1 with err. */
+typedef int (*dc_layer_allow_fn)(const char *path, void *arg, char *real, size_t reallen,
+				 char *err, size_t errlen);
 
 /* What root made of a declare run's bytes. */
 struct dc_wire_reqs {

@@ -232,11 +232,12 @@ fail:
 /* dc_layer_allow_fn: root loads a probe description only from the site's probes
  * directory, the installed one or the source tree's, and only when it passes the trust
  * checks (no user can have written it). */
-static int allow_layer(const char *path, void *arg, char *err, size_t errlen)
+static int allow_layer(const char *path, void *arg, char *real, size_t reallen, char *err,
+		       size_t errlen)
 {
 	struct step *st = arg;
-	char real[PATH_MAX], dir[PATH_MAX];
-	if (!realpath(path, real)) {
+	char dir[PATH_MAX];
+	if (reallen < PATH_MAX || !realpath(path, real)) {
 		snprintf(err, errlen, "probe description %s: %s", path, strerror(errno));
 		return -1;
 	}
@@ -249,6 +250,7 @@ static int allow_layer(const char *path, void *arg, char *err, size_t errlen)
 		n = strlen(dir);
 		if (!strncmp(real, dir, n) && real[n] == '/' && !strchr(real + n + 1, '/'))
 			return dc_trust_file(real, "probe description", NULL, 0, err, errlen);
+		/* the file is in a trusted directory: nobody but root can swap it now */
 	}
 	snprintf(err, errlen, "probe description %s: refused: site mode loads descriptions "
 		 "only from the site's (%s) and the installed probes directories", path,
@@ -417,6 +419,21 @@ static int start_consumer(struct step *st, uint64_t t0)
 	return 0;
 }
 
+/* s as a JSON string's contents (RFC 8259 section 7): quote, backslash and controls
+ * escaped; a user's path or name cannot add fields to the status file. */
+static void json_str(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+}
+
 /* Writes the status file `datacrumbs status` lists (temp file + rename: readers never
  * see half of one). Quietly nothing when the directory is not ours. */
 static void write_status(struct step *st)
@@ -433,14 +450,21 @@ static void write_status(struct step *st)
 		close(fd);
 		return;
 	}
-	fprintf(f, "{\"job\":\"%s\",\"step\":\"%s\",\"node\":\"%s\",\"user\":\"%s\",\"uid\":%u,"
-		"\"tracer_pid\":%d,\"consumer_pid\":%d,\"tasks\":[", st->job, st->stepid, st->node,
-		st->user, (unsigned)st->uid, (int)getpid(), st->cons_pid);
+	const char *keys[] = { "job", "step", "node", "user" };
+	const char *vals[] = { st->job, st->stepid, st->node, st->user };
+	for (int i = 0; i < 4; i++) {
+		fprintf(f, "%s\"%s\":\"", i ? "," : "{", keys[i]);
+		json_str(f, vals[i]);
+		fputc('"', f);
+	}
+	fprintf(f, ",\"uid\":%u,\"tracer_pid\":%d,\"consumer_pid\":%d,\"tasks\":[",
+		(unsigned)st->uid, (int)getpid(), st->cons_pid);
 	for (int i = 0; i < st->ntasks; i++)
 		fprintf(f, "%s%d", i ? "," : "", st->tasks[i]);
-	fprintf(f, "],\"probes\":%d,\"events\":%llu,\"lost\":%llu,\"trace\":\"%s\","
-		"\"started\":%lld}\n", st->nprobes, st->events, st->lost, st->trace,
-		(long long)st->started);
+	fprintf(f, "],\"probes\":%d,\"events\":%llu,\"lost\":%llu,\"trace\":\"", st->nprobes,
+		st->events, st->lost);
+	json_str(f, st->trace);
+	fprintf(f, "\",\"started\":%lld}\n", (long long)st->started);
 	if (fclose(f) == 0)
 		rename(tmp, st->status);
 	else
@@ -534,8 +558,8 @@ static void add_task(struct step *st, int pid, int rank, char *cbuf, size_t *cle
 		say(st->ctl, "fail the trace's consumer did not answer for pid %d", pid);
 		return;
 	}
+	write_status(st); /* before "ok": whoever learns of the task sees it listed */
 	say(st->ctl, "ok");
-	write_status(st);
 }
 
 /* The step's life: plugin lines in, consumer counts, the status file each second, until
@@ -598,9 +622,11 @@ static int serve(struct step *st, int sigfd)
 	}
 	if (ending != 2 && (say(st->cons_fd, "end") ||
 			    !wait_consumer(st, 'd', 60000, cbuf, &clen, sizeof(cbuf), done,
-					   sizeof(done))))
-		fprintf(stderr, "datacrumbs: step %s.%s: the consumer did not finish the trace\n",
-			st->job, st->stepid);
+					   sizeof(done)))) {
+		fprintf(stderr, "datacrumbs: step %s.%s: the consumer did not finish the trace "
+			"(a script callback that never returns?): killed\n", st->job, st->stepid);
+		kill(st->cons_pid, SIGKILL);
+	}
 	dc_bpf_close(st->bpf); /* nothing stays attached past this point */
 	st->bpf = NULL;
 	close(st->cons_fd);
