@@ -342,30 +342,43 @@ def test_scancel(lab):
     equal(dctest.orphan_links(), [], "BPF links left attached after the cancelled job")
 
 
-def test_untrusted_tracer(base, site):
-    """A tracer binary another user could have swapped (the user's own copy of datacrumbs)
-    is never run as root: the job runs untraced, one line on its stderr says why. A lab of
-    its own: the plugstack.conf line names that binary."""
-    d = user_dir("slurm-untrusted")
+def test_refused_tracer(base, site):
+    """The plugin refuses to start a tracer it cannot trust or find, or when its own
+    plugstack.conf line is wrong: the job runs untraced, one line on its stderr says why, no
+    tracer starts. Each case a lab of its own (the plugstack.conf line differs): the user's
+    own copy of datacrumbs (another user could swap it), a path that does not exist, an
+    argument the plugin does not know."""
+    d = user_dir("slurm-refused")
     copy = os.path.join(d, "datacrumbs")
     shutil.copy(dctest.DATACRUMBS, copy)
     os.chmod(copy, 0o755)
     os.chown(copy, slurmlab.UID, slurmlab.UID)
-    line = "required %s datacrumbs=%s site={dir}/site.conf" % (os.path.realpath(SPANK), copy)
-    with slurmlab.Lab(plugstack=line, files={"site.conf": site}, base=base) as lab:
-        r = lab.run_as_user(["srun", "-Q", "-w", "n1", "-N1", "-n1", "--datacrumbs=io_posix.lua",
-                             PROG, d], cwd=d, timeout=WAIT)
-        t = tasks_of(r.stdout)
-        job = t[0][2] if 0 in t else "?"
-        equal(r.returncode, 0, "job with an untrusted tracer: exit status")
-        equal(r.stderr.splitlines(),
-              ["datacrumbs: not tracing job %s step 0 on n1: tracer %s: %s is not root's alone "
-               "(owner %d, mode 0755): refused" % (job, copy, copy, slurmlab.UID)],
-              "the job's stderr: the tracer refused")
-        equal(os.path.getsize(os.path.join(d, "rank0.dat")), BLOCK, "the job ran: rank0.dat")
-        equal([f for f in os.listdir(d) if ".pfw" in f], [], "no trace")
-        equal(tracer_pid(lab, "n1", job, 0), None, "no tracer started")
-    return lab.times
+    real = os.path.realpath(dctest.DATACRUMBS)
+    cases = [
+        ("datacrumbs=" + copy, "tracer %s: %s is not root's alone (owner %d, mode 0755): refused"
+         % (copy, copy, slurmlab.UID)),
+        ("datacrumbs=/nonexistent/datacrumbs",
+         "tracer /nonexistent/datacrumbs: No such file or directory"),
+        ("datacrumbs=%s bogus=1" % real, 'plugstack.conf: argument "bogus=1" not understood'),
+    ]
+    for args, reason in cases:
+        line = "required %s %s site={dir}/site.conf" % (os.path.realpath(SPANK), args)
+        for f in os.listdir(d):
+            if f.endswith(".dat"):
+                os.unlink(os.path.join(d, f))
+        with slurmlab.Lab(plugstack=line, files={"site.conf": site}, base=base) as lab:
+            r = lab.run_as_user(["srun", "-Q", "-w", "n1", "-N1", "-n1",
+                                 "--datacrumbs=io_posix.lua", PROG, d], cwd=d, timeout=WAIT)
+            t = tasks_of(r.stdout)
+            job = t[0][2] if 0 in t else "?"
+            equal(r.returncode, 0, "%s: the job's exit status" % args)
+            equal(r.stderr.splitlines(),
+                  ["datacrumbs: not tracing job %s step 0 on n1: %s" % (job, reason)],
+                  "%s: the job's stderr" % args)
+            equal(os.path.getsize(os.path.join(d, "rank0.dat")), BLOCK,
+                  "%s: the job ran: rank0.dat" % args)
+            equal([f for f in os.listdir(d) if ".pfw" in f], [], "%s: no trace" % args)
+            equal(tracer_pid(lab, "n1", job, 0), None, "%s: no tracer started" % args)
 
 
 def main():
@@ -407,10 +420,10 @@ def main():
         times["teardown"] = lab.times["teardown"]
     t0 = time.monotonic()
     try:
-        test_untrusted_tracer(base, site)
+        test_refused_tracer(base, site)
     except Exception as e:
-        check(False, "test_untrusted_tracer: %s: %s" % (type(e).__name__, e))
-    times["test_untrusted_tracer (its own lab)"] = time.monotonic() - t0
+        check(False, "test_refused_tracer: %s: %s" % (type(e).__name__, e))
+    times["test_refused_tracer (3 labs of its own)"] = time.monotonic() - t0
     shutil.rmtree(base, ignore_errors=True)
     left = [ns for ns in subprocess.run(["ip", "netns", "list"], capture_output=True,
                                         text=True).stdout.split() if ns.startswith("dclab-")]
