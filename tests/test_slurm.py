@@ -4,6 +4,7 @@ slurmctld, two slurmd in their own UTS and network namespaces) with the SPANK pl
 the non-root test user. Checks the per-node traces byte for byte, job facts, ownership, another
 job on the same node left alone, a user's script running with the user's rights only, a broken
 script (job untraced, one line on its stderr), scancel (trace finished, nothing attached)."""
+import json
 import os
 import re
 import shutil
@@ -85,6 +86,14 @@ def check_owned_trace(path, what):
     equal(s.st_uid, slurmlab.UID, what + ": trace owner")
     equal(s.st_mode & 0o7777, 0o600, what + ": trace mode")
     return dctest.check_pfw(path)
+
+
+def orphan_programs():
+    """Ids of loaded BPF programs named dc_* that no live process holds."""
+    r = subprocess.run(["bpftool", "-j", "prog", "list"], capture_output=True, text=True)
+    held = dctest.held_ids("prog_id")
+    return [p["id"] for p in json.loads(r.stdout or "[]")
+            if p.get("name", "").startswith("dc_") and p["id"] not in held]
 
 
 # --- the tests -------------------------------------------------------------------------
@@ -425,6 +434,12 @@ def main():
         check(False, "test_refused_tracer: %s: %s" % (type(e).__name__, e))
     times["test_refused_tracer (3 labs of its own)"] = time.monotonic() - t0
     shutil.rmtree(base, ignore_errors=True)
+    # the kernel frees a finished tracer's programs a moment after its last link and fd
+    # closed: wait for that (at most 10 s, no assertion: another tree's tracer may be
+    # exiting too), so that e2e_nothing_left after this test sees the machine settled
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 10 and orphan_programs():
+        time.sleep(0.1)
     left = [ns for ns in subprocess.run(["ip", "netns", "list"], capture_output=True,
                                         text=True).stdout.split() if ns.startswith("dclab-")]
     equal(left, [], "network namespaces left after teardown")
