@@ -35,11 +35,11 @@ SPANK_PLUGIN(datacrumbs, 1);
 #define DC_SPANK_TRACER "/usr/bin/datacrumbs" /* CMakeLists.txt sets the installed path */
 #endif
 
-#define OPT_MAX 1024	 /* bytes of the --datacrumbs value (script and its arguments) */
-#define OPT_WORDS 64	 /* words of it */
-#define ENV_MAX 65536	 /* bytes of one job environment variable read (PATH, ...) */
-#define REASON_MAX 400	 /* bytes of the one-line reason shown to the user */
-#define KILL_WAIT_MS 5000 /* after `done` (or its timeout): how long the tracer may take to exit */
+#define OPT_MAX      1024  /* bytes of the --datacrumbs value (script and its arguments) */
+#define OPT_WORDS    64    /* words of it */
+#define ENV_MAX      65536 /* bytes of one job environment variable read (PATH, ...) */
+#define REASON_MAX   400   /* bytes of the one-line reason shown to the user */
+#define KILL_WAIT_MS 5000  /* ms the tracer may take to exit after `done` (or no `done`) */
 
 /* What the step's tasks learn after they were forked: the failure, said once on the job's
  * stderr by local task 0 in slurm_spank_task_init. A MAP_SHARED page made before the tasks
@@ -55,10 +55,10 @@ static struct status *st = &status_fallback;
 
 static struct {
 	/* the plugstack.conf line's arguments (slurmstepd) */
-	char tracer[PATH_MAX]; /* the datacrumbs binary */
-	char site[PATH_MAX];   /* --site FILE for the tracer; "" for its default */
-	int timeout;	       /* seconds to wait for `ready` and each `ok` */
-	int end_timeout;       /* seconds to wait for `done` */
+	char tracer[PATH_MAX];       /* the datacrumbs binary */
+	char site[PATH_MAX];         /* --site FILE for the tracer; "" for its default */
+	int timeout;                 /* seconds to wait for `ready` and each `ok` */
+	int end_timeout;             /* seconds to wait for `done` */
 	char conf_error[REASON_MAX]; /* a bad plugstack.conf argument, said when tracing is asked */
 	/* the user's request */
 	char opt[OPT_MAX]; /* --datacrumbs's value; "" when not given */
@@ -67,15 +67,19 @@ static struct {
 	char step[16]; /* the step id, "batch" or "interactive" */
 	char node[256];
 	/* the tracer */
-	pid_t pid;	/* its pid, or 0 */
-	int pidfd;	/* pidfd_open(2) of it (readable once it exited), or -1 */
-	int sock;	/* our end of the socketpair, or -1 */
-	int log;	/* memfd(2) holding its stdout and stderr, or -1 */
-	off_t log_off;	/* bytes of log already relayed to slurmd's log */
+	pid_t pid;      /* its pid, or 0 */
+	int pidfd;      /* pidfd_open(2) of it (readable once it exited), or -1 */
+	int sock;       /* our end of the socketpair, or -1 */
+	int log;        /* memfd(2) holding its stdout and stderr, or -1 */
+	off_t log_off;  /* bytes of log already relayed to slurmd's log */
 	char buf[1024]; /* bytes read from sock not yet taken as a line */
 	size_t buf_n;
 	int ready; /* `ready` received and the tracer still trusted with tasks */
-} g = { .tracer = DC_SPANK_TRACER, .timeout = 60, .end_timeout = 30, .pidfd = -1, .sock = -1,
+} g = { .tracer = DC_SPANK_TRACER,
+	.timeout = 60,
+	.end_timeout = 30,
+	.pidfd = -1,
+	.sock = -1,
 	.log = -1 };
 
 /* --- the option -------------------------------------------------------------------------- */
@@ -145,12 +149,15 @@ static int opt_datacrumbs(int val, const char *optarg, int remote)
 }
 
 static struct spank_option option = {
-	"datacrumbs", "SCRIPT[ ARGS...]",
+	"datacrumbs",
+	"SCRIPT[ ARGS...]",
 	"trace the job step's I/O on every node with the datacrumbs Lua script SCRIPT "
 	"(a name from the site's scripts, or a path where the site allows), given ARGS "
 	"(split on blanks); the trace is <jobid>.<stepid>-<node>.pfw.gz in DATACRUMBS_OUTPUT "
 	"or the working directory",
-	1, 0, opt_datacrumbs
+	1,
+	0,
+	opt_datacrumbs
 };
 
 /* --- small tools --------------------------------------------------------------------------- */
@@ -169,7 +176,8 @@ static void fail_step(const char *fmt, ...)
 	for (char *p = r; *p; p++) /* one line */
 		if (*p == '\n' || *p == '\r')
 			*p = ' ';
-	slurm_error("datacrumbs: not tracing job %u step %s on %s: %s", g.job, g.step, g.node, r);
+	slurm_error("datacrumbs: not tracing job %u step %s on %s: %s", g.job, g.step, g.node,
+		    r);
 	if (!st->failed) {
 		snprintf(st->reason, sizeof(st->reason), "%s", r);
 		st->failed = 1;
@@ -309,18 +317,21 @@ static int trusted_binary(const char *path, char *resolved, char *why)
 	snprintf(p, sizeof(p), "%s", resolved);
 	for (;;) {
 		if (lstat(p, &s) < 0) {
-			snprintf(why, REASON_MAX, "tracer %.150s: %.150s: %s", path, p, strerror(errno));
+			snprintf(why, REASON_MAX, "tracer %.150s: %.150s: %s", path, p,
+				 strerror(errno));
 			return -1;
 		}
 		if (p == resolved || strcmp(p, resolved) == 0) {
 			if (!S_ISREG(s.st_mode)) {
-				snprintf(why, REASON_MAX, "tracer %.150s: not a regular file", path);
+				snprintf(why, REASON_MAX, "tracer %.150s: not a regular file",
+					 path);
 				return -1;
 			}
 		}
 		if (s.st_uid != 0 || (s.st_mode & (S_IWGRP | S_IWOTH))) {
 			snprintf(why, REASON_MAX,
-				 "tracer %.150s: %.150s is not root's alone (owner %u, mode %04o): refused",
+				 "tracer %.150s: %.150s is not root's alone (owner %u, mode "
+				 "%04o): refused",
 				 path, p, (unsigned)s.st_uid, (unsigned)(s.st_mode & 07777));
 			return -1;
 		}
@@ -376,17 +387,18 @@ static char **tracer_argv(spank_t sp, char **words, int nwords, int fd, char *wh
 	if (!cwd)
 		cwd = job_env(sp, "SLURM_SUBMIT_DIR");
 	if (!cwd) {
-		snprintf(why, REASON_MAX, "the job's environment has neither PWD nor SLURM_SUBMIT_DIR");
+		snprintf(why, REASON_MAX,
+			 "the job's environment has neither PWD nor SLURM_SUBMIT_DIR");
 		return NULL;
 	}
 	char *path = job_env(sp, "PATH"), *ldp = job_env(sp, "LD_LIBRARY_PATH"),
 	     *out = job_env(sp, "DATACRUMBS_OUTPUT");
 
-#define ARG(s)                                                  \
-	do {                                                    \
-		v[n] = strdup(s);                               \
-		ok &= v[n] != NULL;                             \
-		n++;                                            \
+#define ARG(s)                                                                                 \
+	do {                                                                                   \
+		v[n] = strdup(s);                                                              \
+		ok &= v[n] != NULL;                                                            \
+		n++;                                                                           \
 	} while (0)
 	ARG(g.tracer);
 	ARG("step");
@@ -455,8 +467,8 @@ static void tracer_gone(long ms)
 	if (g.pidfd < 0)
 		return;
 	if (poll(&p, 1, (int)ms) != 1) {
-		slurm_error("datacrumbs: tracer %d still running after %ld ms: SIGKILL", (int)g.pid,
-			    ms);
+		slurm_error("datacrumbs: tracer %d still running after %ld ms: SIGKILL",
+			    (int)g.pid, ms);
 		syscall(SYS_pidfd_send_signal, g.pidfd, SIGKILL, NULL, 0);
 		poll(&p, 1, KILL_WAIT_MS);
 	}
@@ -472,17 +484,23 @@ static void tracer_end(long wait_ms, long exit_ms)
 	if (!g.pid)
 		return;
 	g.ready = 0;
-	if (g.sock >= 0 && wait_ms > 0 && send_line("end") == 0) {
+	if (g.sock >= 0 && wait_ms > 0 && send_line("end") < 0)
+		slurm_error(
+			"datacrumbs: job %u step %s on %s: cannot send end to tracer %d: %s",
+			g.job, g.step, g.node, (int)g.pid, strerror(errno));
+	else if (g.sock >= 0 && wait_ms > 0) {
 		int r;
 
 		while ((r = read_line(line, sizeof(line), wait_ms)) == 1 &&
 		       strncmp(line, "done ", 5) != 0)
-			slurm_info("datacrumbs[%d]: unexpected before done: %s", (int)g.pid, line);
+			slurm_info("datacrumbs[%d]: unexpected before done: %s", (int)g.pid,
+				   line);
 		if (r == 1)
-			slurm_info("datacrumbs: job %u step %s on %s: trace finished: %s", g.job,
-				   g.step, g.node, line + 5);
+			slurm_info("datacrumbs: job %u step %s on %s: trace finished: %s",
+				   g.job, g.step, g.node, line + 5);
 		else
-			slurm_error("datacrumbs: job %u step %s on %s: no `done` from tracer %d (%s)",
+			slurm_error("datacrumbs: job %u step %s on %s: no `done` from tracer "
+				    "%d (%s)",
 				    g.job, g.step, g.node, (int)g.pid,
 				    r == 0 ? "timeout" : "it closed the socket");
 	}
@@ -602,14 +620,14 @@ static int tracer_start(char **argv, int *fdslot)
 		goto err;
 	}
 	if (g.pidfd < 0)
-		slurm_error("datacrumbs: pidfd_open(%d): %s: its exit is not watched", (int)g.pid,
-			    strerror(errno));
+		slurm_error("datacrumbs: pidfd_open(%d): %s: its exit is not watched",
+			    (int)g.pid, strerror(errno));
 
 	int r = read_line(line, sizeof(line), g.timeout * 1000L);
 	relay_log();
 	if (r == 1 && strncmp(line, "ready ", 6) == 0) {
-		slurm_info("datacrumbs: job %u step %s on %s: tracer %d ready, %s probes", g.job,
-			   g.step, g.node, (int)g.pid, line + 6);
+		slurm_info("datacrumbs: job %u step %s on %s: tracer %d ready, %s probes",
+			   g.job, g.step, g.node, (int)g.pid, line + 6);
 		g.ready = 1;
 		return 0;
 	}
@@ -679,9 +697,11 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 			 (v = strtol(a + 12, &end, 10), *end == 0 && v > 0 && v <= 3600))
 			g.end_timeout = (int)v;
 		else {
-			slurm_error("datacrumbs: plugstack.conf: argument %d \"%s\" not understood "
-				    "(datacrumbs=/PATH site=/FILE timeout=1..3600 end_timeout=1..3600)",
-				    i + 1, a);
+			slurm_error(
+				"datacrumbs: plugstack.conf: argument %d \"%s\" not understood "
+				"(datacrumbs=/PATH site=/FILE timeout=1..3600 "
+				"end_timeout=1..3600)",
+				i + 1, a);
 			if (!g.conf_error[0])
 				snprintf(g.conf_error, sizeof(g.conf_error),
 					 "plugstack.conf: argument \"%s\" not understood", a);
@@ -721,7 +741,8 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	const char *node = getenv("SLURMD_NODENAME"); /* slurmd sets it for slurmstepd */
 	if (node && node[0])
 		snprintf(g.node, sizeof(g.node), "%s", node);
-	else if (spank_getenv(sp, "SLURMD_NODENAME", g.node, sizeof(g.node)) != ESPANK_SUCCESS &&
+	else if (spank_getenv(sp, "SLURMD_NODENAME", g.node, sizeof(g.node)) !=
+			 ESPANK_SUCCESS &&
 		 gethostname(g.node, sizeof(g.node)) < 0)
 		snprintf(g.node, sizeof(g.node), "unknown");
 
@@ -751,7 +772,8 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	}
 	nwords = split_words(req, copy, words, &bad);
 	if (nwords < 0) {
-		fail_step("%s=%s: %s", g.opt[0] ? "--datacrumbs" : "DATACRUMBS_SCRIPT", req, bad);
+		fail_step("%s=%s: %s", g.opt[0] ? "--datacrumbs" : "DATACRUMBS_SCRIPT", req,
+			  bad);
 		goto out;
 	}
 	if (trusted_binary(g.tracer, resolved, why) < 0) {
@@ -804,11 +826,11 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 	if (r == 1 && strncmp(line, "fail ", 5) == 0)
 		fail_step("task %d (rank %u): %s", (int)pid, rank, line + 5);
 	else if (r == 1)
-		fail_step("task %d (rank %u): the tracer said \"%s\" (want ok or fail)", (int)pid,
-			  rank, line);
+		fail_step("task %d (rank %u): the tracer said \"%s\" (want ok or fail)",
+			  (int)pid, rank, line);
 	else if (r == 0)
-		fail_step("task %d (rank %u): no answer from the tracer after %d s", (int)pid, rank,
-			  g.timeout);
+		fail_step("task %d (rank %u): no answer from the tracer after %d s", (int)pid,
+			  rank, g.timeout);
 	else
 		fail_step("task %d (rank %u): the tracer is gone", (int)pid, rank);
 	tracer_end(g.end_timeout * 1000L, KILL_WAIT_MS);
@@ -828,8 +850,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		return 0;
 	if (spank_get_item(sp, S_TASK_ID, &local) != ESPANK_SUCCESS || local != 0)
 		return 0;
-	int n = snprintf(l, sizeof(l), "datacrumbs: not tracing job %u step %s on %s: %s\n", g.job,
-			 g.step, g.node, st->reason);
+	int n = snprintf(l, sizeof(l), "datacrumbs: not tracing job %u step %s on %s: %s\n",
+			 g.job, g.step, g.node, st->reason);
 	if (n > 0)
 		(void)!write(2, l, (size_t)n < sizeof(l) ? (size_t)n : sizeof(l) - 1);
 	return 0;

@@ -400,6 +400,17 @@ def main():
         skip("datacrumbs_spank.so not built (spank.h from libslurm-dev missing)")
     if not PROG or not SCRIPTS:
         skip("PROG_RANKS or DATACRUMBS_SCRIPT_PATH not set (run through ctest)")
+    # the jobs run as the test user: it must reach the program, the scripts and TEST_OUT
+    # (a checkout under a 0700 home, or a umask of 077, hides them)
+    slurmlab.ensure_user()
+    probe = user_dir("slurm-reach")
+    for what, test in [(PROG, "-x"), (os.path.join(SCRIPTS, "io_posix.lua"), "-r"),
+                       (probe, "-w")]:
+        r = subprocess.run(["test", test, what], user=slurmlab.UID, group=slurmlab.UID,
+                           extra_groups=[])
+        if r.returncode != 0:
+            skip("%s is out of the test user %s's reach (test %s fails as uid %d)"
+                 % (what, slurmlab.USER, test, slurmlab.UID))
     site = ("# the SLURM test's site policy\nscripts = %s\nuser_scripts = yes\n"
             "user_uprobes = yes\n" % os.path.realpath(SCRIPTS))
     line = ("required %s datacrumbs=%s site={dir}/site.conf timeout=60"
