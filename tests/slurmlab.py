@@ -356,11 +356,18 @@ def main():
             state = json.load(f)
         lab = Lab()
         lab.dir, lab.netns, lab.links = sys.argv[2], state["netns"], state["links"]
+        # not our children any more: each stopped in reverse start order and waited for
+        # through /proc (SIGKILL after 10 s)
         for pid in reversed(state["pids"]):
             try:
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
-                pass
+                continue
+            try:
+                _wait_for("pid %d's exit" % pid, lambda: not os.path.exists("/proc/%d" % pid),
+                          timeout=10)
+            except RuntimeError:
+                os.kill(pid, signal.SIGKILL)
         lab.down()
         print("slurmlab: down in %.1f s" % lab.times["teardown"])
         return
