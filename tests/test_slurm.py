@@ -390,6 +390,44 @@ def test_refused_tracer(base, site):
             equal(tracer_pid(lab, "n1", job, 0), None, "%s: no tracer started" % args)
 
 
+def start_time_limit(lab):
+    """Starts a traced job with a 1-minute time limit (SLURM's shortest) that holds until
+    SLURM ends it; the other tests run meanwhile. Returns (dir, Popen, task line)."""
+    d = user_dir("slurm-time-limit")
+    p = lab.popen_as_user(["srun", "-Q", "-t", "1", "-w", "n2", "-N1", "-n1",
+                           "--datacrumbs=io_posix.lua", PROG, d, "T", "hold"], cwd=d,
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE)
+    first = p.stdout.readline()
+    equal(p.stdout.readline().strip(), "held T 0", "time-limited job holding")
+    return d, p, first
+
+
+def finish_time_limit(lab, d, p, first):
+    """The time-limited job: SLURM ended it, its trace is finished and valid."""
+    try:
+        p.wait(timeout=240)  # SLURM checks time limits about every 30 s
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.stdin.close()
+        err = p.stderr.read()
+    check("CANCELLED AT" in err and "DUE TO TIME LIMIT" in err,
+          "the time-limited job was ended by its time limit: %r" % err)
+    t = tasks_of(first, "T")
+    if 0 not in t:
+        check(False, "the time-limited job printed its task: %r" % first)
+        return
+    job = t[0][2]
+    wait_trace_done(lab, "n2", job, 0)
+    path = os.path.join(d, "%s.0-n2.pfw.gz" % job)
+    if check_owned_trace(path, "time-limited job"):
+        events, _, meta = dctest.read_trace(path)
+        equal(writes_by_file(events).get((t[0][1], "T0.dat")), [BLOCK],
+              "time-limited job's writes")
+        equal(meta_of(meta, "job_id"), [job], "time-limited job: job_id")
+
+
 def main():
     dctest.need_root()
     missing = slurmlab.missing_programs()
@@ -421,6 +459,8 @@ def main():
     try:
         lab.up()
         times["setup"] = lab.times["setup"]
+        t0 = time.monotonic()
+        tl = start_time_limit(lab)
         for t in [test_two_nodes, test_other_job_untraced, test_batch_and_env,
                   test_user_script_rights, test_broken_script, test_scancel]:
             t0 = time.monotonic()
@@ -435,6 +475,11 @@ def main():
                     print("--- slurmd log of %s (datacrumbs lines) ---" % n)
                     print("\n".join(l for l in lab.node_log(n).splitlines()
                                     if "datacrumbs" in l)[-4000:])
+        try:
+            finish_time_limit(lab, *tl)
+        except Exception as e:
+            check(False, "test_time_limit: %s: %s" % (type(e).__name__, e))
+        times["test_time_limit (beside the others)"] = time.monotonic() - t0
     finally:
         lab.down()
         times["teardown"] = lab.times["teardown"]
