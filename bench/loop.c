@@ -3,13 +3,15 @@
  * iterations of fwrite(buf, 64, 1, f) on a fully buffered stream to /dev/null (N traced
  * calls, and N/64 write(2)s underneath).
  *
- * usage: loop [-f] [-H] N FILE [PROCS]
+ * usage: loop [-f] [-H] [-r RATE] N FILE [PROCS]
  *   PROCS processes (default 1, forked after the files are open) each run the N
  *   iterations; the parent waits for them.
  *   -H: before the timed part, print "ready ppid=PPID" and wait for a line on stdin; after
  *   the result line, print "hold ppid=PPID" and block reading stdin until EOF: so that
  *   run.sh reads the run-time statistics of the tracer's (our parent's) BPF programs just
  *   before and just after the timed part, while they are loaded, without sleeps.
+ *   -r RATE: each process makes at most RATE traced calls per second (paced every 64
+ *   iterations against its start time: a steady offered load, for the loss-free rate).
  * Prints one line of key=value pairs on stdout:
  *   kind         io (write + pread) or fwrite
  *   calls        2 * N * PROCS (io), N * PROCS (fwrite)
@@ -70,18 +72,21 @@ static long long tv_ns(struct timeval tv)
 int main(int argc, char **argv)
 {
 	int use_fwrite = 0, hold = 0, opt;
-	while ((opt = getopt(argc, argv, "fH")) != -1) {
+	double rate = 0;
+	while ((opt = getopt(argc, argv, "fHr:")) != -1) {
 		if (opt == 'f')
 			use_fwrite = 1;
 		else if (opt == 'H')
 			hold = 1;
+		else if (opt == 'r')
+			rate = atof(optarg);
 		else
 			return 2;
 	}
 	argc -= optind - 1;
 	argv += optind - 1;
 	if (argc < 3) {
-		fprintf(stderr, "usage: loop [-f] [-H] N FILE [PROCS]\n");
+		fprintf(stderr, "usage: loop [-f] [-H] [-r RATE] N FILE [PROCS]\n");
 		return 2;
 	}
 	long n = atol(argv[1]);
@@ -118,7 +123,16 @@ int main(int argc, char **argv)
 				_exit(1);
 			}
 		}
+		long long p0 = now(CLOCK_MONOTONIC);
 		for (long i = 0; i < n && !f; i++) {
+			if (rate > 0 && !(i & 63)) { /* 2 calls an iteration */
+				long long due = p0 + (long long)(2e9 * i / rate), t = now(CLOCK_MONOTONIC);
+				if (due > t) {
+					struct timespec d = { (due - t) / 1000000000LL,
+							      (due - t) % 1000000000LL };
+					nanosleep(&d, NULL);
+				}
+			}
 			if (write(out, buf, sizeof(buf)) != sizeof(buf) ||
 			    pread(in, buf, sizeof(buf), 0) < 0) {
 				perror("loop: I/O");

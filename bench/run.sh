@@ -7,7 +7,8 @@
 # profile mode against trace mode; then the user side's event throughput and loss, and peak
 # memory. With BPF_STATS=1 (or --bpf-stats), also the kernel's run-time statistics of every
 # BPF program of each tracer (runs, ns per run). What each number means: README.md.
-# Run as root: bench/run.sh [--bpf-stats] (about 2.5 minutes here).
+# Run as root: bench/run.sh [--bpf-stats] (about 2.5 minutes here). bench/run.sh --scale
+# runs bench/scale.sh instead: loss-free rate, CPU per event, the callback's cost.
 #
 # Knobs (environment):
 #   N=20000        loop iterations per uprobe run (bpftrace's uprobes, nocb_uprobe.lua;
@@ -42,7 +43,8 @@ BPF_STATS=${BPF_STATS:-0}
 for a in "$@"; do
 	case $a in
 	--bpf-stats) BPF_STATS=1 ;;
-	*) echo "usage: run.sh [--bpf-stats] (knobs: see the top of this file)" >&2; exit 2 ;;
+	--scale) exec "$here/scale.sh" ;; # the user side's capacity alone (bench/scale.sh)
+	*) echo "usage: run.sh [--bpf-stats | --scale] (knobs: see the top of this file and of scale.sh)" >&2; exit 2 ;;
 	esac
 done
 

@@ -98,7 +98,7 @@ static __always_inline void op_done(struct dc_aio_op *op, __u64 now, long res)
 				 op->args, 0, 0, 0))
 			return;
 	}
-	struct dc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct dc_event *e = ring_reserve(sizeof(*e));
 	if (!e) {
 		count_stat(DC_STAT_LOST);
 		return;
@@ -122,7 +122,7 @@ static __always_inline void op_done(struct dc_aio_op *op, __u64 now, long res)
 	e->aux = 0;
 	for (int i = 0; i < DC_MAX_ARGS; i++)
 		e->args[i] = op->args[i];
-	bpf_ringbuf_submit(e, submit_flags(sizeof(*e)));
+	ring_submit(e, sizeof(*e), 1);
 }
 
 /* The inode and device of a struct file (0 when NULL), into args[3], args[4]. */

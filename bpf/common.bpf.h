@@ -57,10 +57,39 @@ struct {
 	__type(value, struct dc_stack);
 } zero_stack SEC(".maps");
 
-struct {
+/* The ring buffers, one per shard: a CPU group of shard_cpus CPUs writes to shard
+ * cpu / shard_cpus (the loader sets both before load, and puts nshards ring buffers of
+ * --buffer-size / nshards bytes each in; core/consumer.c drains them). Sharding keeps
+ * CPUs from contending for one ring buffer's spinlock and lets drain threads share the
+ * reading; a thread's records stay in submission order by their `sent` time
+ * (bpf/datacrumbs.h struct dc_event). */
+struct dc_ring {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 16 << 20); /* resized by the loader (--buffer-size) */
-} events SEC(".maps");
+	__uint(max_entries, 1 << 20); /* resized by the loader */
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, DC_MAX_SHARDS);
+	__type(key, __u32);
+	__array(values, struct dc_ring);
+} rings SEC(".maps");
+
+const volatile __u32 shard_cpus = 1;
+
+/* This CPU's ring buffer (NULL only if the loader left its shard empty: counted lost). */
+static __always_inline void *my_ring(void)
+{
+	__u32 k = bpf_get_smp_processor_id() / shard_cpus;
+	return bpf_map_lookup_elem(&rings, &k);
+}
+
+/* Reserves `bytes` in this CPU's ring buffer; NULL when it is full (the caller counts
+ * DC_STAT_LOST). */
+static __always_inline void *ring_reserve(__u64 bytes)
+{
+	void *rb = my_ring();
+	return rb ? bpf_ringbuf_reserve(rb, bytes, 0) : NULL;
+}
 
 /* Where a path string is read before it is copied into a record of the right size. */
 struct {
@@ -129,10 +158,22 @@ const volatile __u64 wakeup_bytes = 0;
  * plus an 8-byte header, rounded up to 8 (BPF_RINGBUF_HDR_SZ). */
 static __always_inline __u64 submit_flags(__u64 bytes)
 {
-	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	void *rb = my_ring();
+	if (!rb)
+		return BPF_RB_NO_WAKEUP;
+	__u64 avail = bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA);
 	__u64 mine = ((bytes + 8) + 7) & ~7ULL;
 	return avail >= wakeup_bytes && avail < wakeup_bytes + mine
 	       ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+/* Submits a record reserved by ring_reserve, stamped with its `sent` time (the merge key
+ * of core/consumer.c: taken after every earlier record of this thread was committed and
+ * before this one is), waking the consumer as submit_flags says when `wake`. */
+static __always_inline void ring_submit(void *rec, __u64 bytes, int wake)
+{
+	((struct dc_event *)rec)->sent = bpf_ktime_get_ns();
+	bpf_ringbuf_submit(rec, wake ? submit_flags(bytes) : 0);
 }
 
 static __always_inline void count_stat_n(__u32 which, __u64 n)
@@ -554,7 +595,7 @@ static __always_inline void flush_stack(__u32 tgid, __u32 tid, __u64 sp)
 		if (d >= depth)
 			break;
 		struct dc_frame *f = &st->f[d];
-		struct dc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		struct dc_event *e = ring_reserve(sizeof(*e));
 		if (!e) {
 			count_stat(DC_STAT_LOST);
 			continue;
@@ -562,7 +603,7 @@ static __always_inline void flush_stack(__u32 tgid, __u32 tid, __u64 sp)
 		fill_call(e, f, tgid, tid, d, d > 0 ? st->f[(d - 1) & (DC_MAX_DEPTH - 1)].id : 0,
 			  now, 0);
 		e->flags |= f->sp && !f->moves && f->sp < sp ? DC_F_UNWOUND : DC_F_UNFINISHED;
-		bpf_ringbuf_submit(e, 0);
+		ring_submit(e, 0, 0);
 	}
 	bpf_map_delete_elem(&stacks, &tid);
 }
@@ -610,12 +651,12 @@ __noinline int dc_unwind(struct dc_stack *st, __u64 sp, int mode, __u32 keep)
 				break; /* a tail call from a call whose return the kernel hijacked */
 		}
 		if (!profile_ns) {
-			struct dc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+			struct dc_event *e = ring_reserve(sizeof(*e));
 			if (e) {
 				fill_call(e, f, tgid, tid, d - 1,
 					  d > 1 ? st->f[(d - 2) & (DC_MAX_DEPTH - 1)].id : 0, now, 0);
 				e->flags |= DC_F_UNWOUND;
-				bpf_ringbuf_submit(e, submit_flags(sizeof(*e)));
+				ring_submit(e, sizeof(*e), 1);
 			} else {
 				count_stat(DC_STAT_LOST);
 			}
@@ -690,12 +731,12 @@ static __always_inline void call_return(__u64 cookie, long ret)
 		__u64 bytes;
 		if (n <= DC_PATH_SMALL) {
 			bytes = sizeof(pe->e) + DC_PATH_SMALL;
-			pe = bpf_ringbuf_reserve(&events, sizeof(pe->e) + DC_PATH_SMALL, 0);
+			pe = ring_reserve(sizeof(pe->e) + DC_PATH_SMALL);
 			if (pe)
 				bpf_probe_read_kernel(pe->path, DC_PATH_SMALL, sc->path);
 		} else {
 			bytes = sizeof(*pe);
-			pe = bpf_ringbuf_reserve(&events, sizeof(*pe), 0);
+			pe = ring_reserve(sizeof(*pe));
 			if (pe)
 				bpf_probe_read_kernel(pe->path, DC_PATH_MAX, sc->path);
 		}
@@ -709,15 +750,15 @@ static __always_inline void call_return(__u64 cookie, long ret)
 				  (pe->e.flags & DC_F_AUX ? (long)pe->e.aux : -1) : ret;
 			if ((cookie & DC_COOKIE_OPENS) && fd >= 0)
 				fd_inode(fd, &pe->e.ino, &pe->e.dev);
-			bpf_ringbuf_submit(pe, submit_flags(bytes));
+			ring_submit(pe, bytes, 1);
 		}
 	} else {
-		struct dc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		struct dc_event *e = ring_reserve(sizeof(*e));
 		if (!e) {
 			count_stat(DC_STAT_LOST);
 		} else {
 			fill_call(e, f, tgid, tid, d, parent, now, ret);
-			bpf_ringbuf_submit(e, submit_flags(sizeof(*e)));
+			ring_submit(e, sizeof(*e), 1);
 		}
 	}
 	st->depth = d;
@@ -784,7 +825,7 @@ static __always_inline int emit_record(__u64 cookie, __u32 tgid, __u32 tid, __u6
 				 args, 0, 0, 0))
 			return 0;
 	}
-	struct dc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct dc_event *e = ring_reserve(sizeof(*e));
 	if (!e) {
 		count_stat(DC_STAT_LOST);
 		return -1;
@@ -808,7 +849,7 @@ static __always_inline int emit_record(__u64 cookie, __u32 tgid, __u32 tid, __u6
 	e->aux = 0;
 	for (int i = 0; i < DC_MAX_ARGS; i++)
 		e->args[i] = args[i];
-	bpf_ringbuf_submit(e, submit_flags(sizeof(*e)));
+	ring_submit(e, sizeof(*e), 1);
 	return 0;
 }
 

@@ -9,6 +9,7 @@
 #define DC_PATH_SMALL 256   /* paths up to this long travel in a small record */
 #define DC_MAX_DEPTH  16    /* nested probed calls per thread kept in the entry stack */
 #define DC_IOV_MAX    64    /* iovec entries summed for readv/writev-style calls */
+#define DC_MAX_SHARDS 64    /* ring buffers (CPU groups) at most, bpf/common.bpf.h rings */
 #define DC_NR_SYSCALLS 512  /* system call numbers the syscall_cookie map covers (x86-64
 			     * asm/unistd_64.h numbers are below 512 but the x32 ones) */
 
@@ -181,6 +182,10 @@ struct dc_event {
 				     FILE's fd, an out-pointer's handle or size; valid with
 				     DC_F_AUX */
 	unsigned long long args[DC_MAX_ARGS]; /* raw argument registers at entry */
+	unsigned long long sent;  /* CLOCK_MONOTONIC ns when the record was submitted: taken
+				     after the thread's earlier records were committed, so the
+				     consumer's merge of the shards by it keeps each thread's
+				     order (and every happens-before order) */
 };
 
 /* dc_event.flags */

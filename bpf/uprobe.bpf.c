@@ -90,11 +90,11 @@ static __always_inline void send_proc(__u32 kind, __u32 pid, __u32 tid, __u64 ar
 	long n = sc ? bpf_probe_read_kernel_str(sc->path, sizeof(sc->path), path) : 0;
 	struct dc_path_event *pe;
 	if (n <= 0)
-		pe = bpf_ringbuf_reserve(&events, sizeof(pe->e), 0);
+		pe = ring_reserve(sizeof(pe->e));
 	else if (n <= DC_PATH_SMALL)
-		pe = bpf_ringbuf_reserve(&events, sizeof(pe->e) + DC_PATH_SMALL, 0);
+		pe = ring_reserve(sizeof(pe->e) + DC_PATH_SMALL);
 	else
-		pe = bpf_ringbuf_reserve(&events, sizeof(*pe), 0);
+		pe = ring_reserve(sizeof(*pe));
 	if (!pe) {
 		count_stat(DC_STAT_LOST);
 		return;
@@ -112,7 +112,7 @@ static __always_inline void send_proc(__u32 kind, __u32 pid, __u32 tid, __u64 ar
 			bpf_probe_read_kernel(pe->path, DC_PATH_MAX, sc->path);
 		pe->e.path_len = n;
 	}
-	bpf_ringbuf_submit(pe, 0);
+	ring_submit(pe, 0, 0);
 }
 
 /* The next call id of each tgid whose traced process has ended, so that a process that

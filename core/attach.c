@@ -22,6 +22,7 @@
 #include "elfsym.h"
 #include "kernel.skel.h"
 #include "kmech.h"
+#include "pinfile.h"
 #include "retsite.h"
 #include "vfs.skel.h"
 #include "syscall.skel.h"
@@ -39,6 +40,10 @@ struct dc_bpf {
 	struct bpf_link **links;   /* fallback: 2 per probe (entry, return) */
 	unsigned nprobes, cap, nattached;
 	int ncpus;
+	unsigned nshards;          /* ring buffers (bpf/common.bpf.h rings), one per CPU group */
+	unsigned shard_cpus;       /* CPUs per group: CPU c writes to shard c / shard_cpus */
+	size_t shard_bytes;        /* each ring buffer's size */
+	int ring_fds[DC_MAX_SHARDS];
 	int session;               /* 1: session uprobes (dc_session on uprobe_multi links) */
 	int multi;                 /* no session: 1 uprobe_multi links, 0 perf_event links */
 	int *mlinks;               /* uprobe_multi link fds */
@@ -79,8 +84,19 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
-struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, uint64_t profile_ns, uint64_t profile_t0,
-			   int untrace_secureexec, char *err, size_t errlen)
+/* The number of ring buffers when none is asked for: one per CPU up to 16, CPU groups
+ * beyond (each ring buffer is one spinlock its CPUs share, bpf_ringbuf_reserve). */
+#define DC_AUTO_SHARDS 16
+
+static void close_rings(struct dc_bpf *b)
+{
+	for (unsigned i = 0; i < b->nshards; i++)
+		if (b->ring_fds[i] >= 0)
+			close(b->ring_fds[i]);
+}
+
+struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t profile_ns,
+			   uint64_t profile_t0, int untrace_secureexec, char *err, size_t errlen)
 {
 	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
 		snprintf(err, errlen, "this kernel has no BTF (/sys/kernel/btf/vmlinux missing): "
@@ -94,6 +110,24 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, uint64_t profile_ns, uint64_t p
 		return NULL;
 	}
 	b->ncpus = libbpf_num_possible_cpus();
+	if (b->ncpus < 1)
+		b->ncpus = 1;
+	for (int i = 0; i < DC_MAX_SHARDS; i++)
+		b->ring_fds[i] = -1;
+	/* CPU groups of equal size covering every possible CPU, then as many ring buffers as
+	 * that takes, each a power of two of the total (at least 4 pages) */
+	if (!nshards)
+		nshards = b->ncpus < DC_AUTO_SHARDS ? (unsigned)b->ncpus : DC_AUTO_SHARDS;
+	if (nshards > DC_MAX_SHARDS)
+		nshards = DC_MAX_SHARDS;
+	if (nshards > (unsigned)b->ncpus)
+		nshards = b->ncpus;
+	b->shard_cpus = (b->ncpus + nshards - 1) / nshards;
+	b->nshards = (b->ncpus + b->shard_cpus - 1) / b->shard_cpus;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	b->shard_bytes = page * 4;
+	while (b->shard_bytes * 2 * b->nshards <= ringbuf_bytes)
+		b->shard_bytes *= 2;
 	b->skel = uprobe_bpf__open();
 	if (!b->skel) {
 		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
@@ -121,17 +155,33 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, uint64_t profile_ns, uint64_t p
 		bpf_program__set_expected_attach_type(b->skel->progs.dc_return,
 						      DC_BPF_TRACE_UPROBE_MULTI);
 	}
-	b->skel->rodata->wakeup_bytes = ringbuf_bytes / 8;
+	b->skel->rodata->wakeup_bytes = b->shard_bytes / 8;
+	b->skel->rodata->shard_cpus = b->shard_cpus;
 	b->skel->rodata->profile_ns = profile_ns;
 	b->skel->rodata->profile_t0 = profile_t0;
 	b->skel->rodata->untrace_secureexec = untrace_secureexec ? 1 : 0;
-	int e = bpf_map__set_max_entries(b->skel->maps.events, ringbuf_bytes);
+	/* the ring buffers first: the first is the outer map's inner-map template (its
+	 * size is part of the type the verifier checks, kernel/bpf/map_in_map.c) */
+	int e = 0;
+	for (unsigned i = 0; !e && i < b->nshards; i++) {
+		b->ring_fds[i] = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "dc_ring", 0, 0,
+						b->shard_bytes, NULL);
+		if (b->ring_fds[i] < 0)
+			e = -errno;
+	}
+	if (!e)
+		e = bpf_map__set_inner_map_fd(b->skel->maps.rings, b->ring_fds[0]);
 	if (!e)
 		e = uprobe_bpf__load(b->skel);
+	for (unsigned i = 0; !e && i < b->nshards; i++)
+		if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.rings), &i, &b->ring_fds[i],
+					BPF_ANY))
+			e = -errno;
 	if (e) {
 		snprintf(err, errlen, "cannot load the BPF programs: %s%s", strerror(-e),
 			 e == -EPERM ? " (needs root, or CAP_BPF and CAP_PERFMON)" : "");
 		uprobe_bpf__destroy(b->skel);
+		close_rings(b);
 		free(b);
 		return NULL;
 	}
@@ -139,6 +189,7 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, uint64_t profile_ns, uint64_t p
 	if (e) {
 		snprintf(err, errlen, "cannot attach the sched tracepoints: %s", strerror(-e));
 		uprobe_bpf__destroy(b->skel);
+		close_rings(b);
 		free(b);
 		return NULL;
 	}
@@ -449,7 +500,9 @@ static void skip_report(const struct skips *sk, const char *lib, unsigned of)
 static int evex_first(const char *lib, uint64_t off)
 {
 	unsigned char c = 0;
-	FILE *f = fopen(lib, "rb");
+	char pinned[64];
+	const char *p = dc_pin(lib, pinned, sizeof(pinned));
+	FILE *f = p ? fopen(p, "rb") : NULL;
 	if (!f)
 		return 0;
 	int ok = fseek(f, (long)off, SEEK_SET) == 0 && fread(&c, 1, 1, f) == 1;
@@ -519,12 +572,15 @@ static unsigned link_split(struct dc_bpf *b, int kind, const char *lib, const un
 		offs[i] = b->probes[idx[i]].at;
 		cookies[i] = cookie_of(&b->probes[idx[i]], idx[i]);
 	}
-	int fd = kind == LK_SESSION ?
-		 dc_link_uprobe_session(bpf_program__fd(b->skel->progs.dc_session), lib, offs,
+	/* site mode: the very file the offsets were read from (core/pinfile.h) */
+	char pinned[64];
+	const char *path = dc_pin(lib, pinned, sizeof(pinned));
+	int fd = !path ? -1 : kind == LK_SESSION ?
+		 dc_link_uprobe_session(bpf_program__fd(b->skel->progs.dc_session), path, offs,
 					cookies, n, 0) :
 		 dc_link_uprobe_multi(bpf_program__fd(kind == LK_RETURN ? b->skel->progs.dc_return
 							: b->skel->progs.dc_entry),
-				      lib, offs, cookies, n, kind == LK_RETURN, 0);
+				      path, offs, cookies, n, kind == LK_RETURN, 0);
 	int e = errno;
 	free(offs);
 	free(cookies);
@@ -653,7 +709,7 @@ static int is_aio(const struct dc_probe *p)
  * thread. Returns 0 or a negative errno. */
 static int share_maps(struct dc_bpf *b, struct bpf_object *obj)
 {
-	static const char *const shared[] = { "traced", "stacks", "zero_stack", "events",
+	static const char *const shared[] = { "traced", "stacks", "zero_stack", "rings",
 					      "scratch", "stats", "aggs", "pinfo", "handles" };
 	for (size_t i = 0; i < sizeof(shared) / sizeof(shared[0]); i++) {
 		struct bpf_map *mine = bpf_object__find_map_by_name(obj, shared[i]);
@@ -754,6 +810,7 @@ struct kobj {
 	{                                                                                  \
 		struct name##_bpf *k = s;                                                  \
 		k->rodata->wakeup_bytes = up->rodata->wakeup_bytes;                        \
+		k->rodata->shard_cpus = up->rodata->shard_cpus;                            \
 		k->rodata->profile_ns = up->rodata->profile_ns;                            \
 		k->rodata->profile_t0 = up->rodata->profile_t0;                            \
 	}                                                                                  \
@@ -950,6 +1007,7 @@ static int load_aio(struct dc_bpf *b, char *err, size_t errlen)
 		bpf_program__set_autoload(a->progs.dc_aio_enter, native);
 		bpf_program__set_autoload(a->progs.dc_aio_exit, native);
 		a->rodata->wakeup_bytes = b->skel->rodata->wakeup_bytes;
+		a->rodata->shard_cpus = b->skel->rodata->shard_cpus;
 		a->rodata->profile_ns = b->skel->rodata->profile_ns;
 		a->rodata->profile_t0 = b->skel->rodata->profile_t0;
 		int e = share_maps(b, a->obj);
@@ -1081,11 +1139,17 @@ static unsigned attach_uprobe_pairs(struct dc_bpf *b)
 		if (p->catcher == 2 || skip_evex(b, i, i + 1, &bad))
 			continue;
 		LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie_of(p, i));
+		char pinned[64];
+		const char *path = dc_pin(p->library, pinned, sizeof(pinned));
+		if (!path) {
+			skip_add(&sk, p->func->name, errno);
+			continue;
+		}
 		o.retprobe = true; /* the return first, as in attach_multi */
 		if (hijacks(p)) {
 			b->links[2 * i + 1] = bpf_program__attach_uprobe_opts(b->skel->progs.dc_return,
-									       -1, p->library,
-									       p->at, &o);
+									       -1, path, p->at,
+									       &o);
 			if (!b->links[2 * i + 1]) {
 				skip_add(&sk, p->func->name, errno);
 				continue;
@@ -1093,7 +1157,7 @@ static unsigned attach_uprobe_pairs(struct dc_bpf *b)
 		}
 		o.retprobe = false;
 		b->links[2 * i] = bpf_program__attach_uprobe_opts(b->skel->progs.dc_entry, -1,
-								   p->library, p->at, &o);
+								   path, p->at, &o);
 		if (!b->links[2 * i]) {
 			skip_add(&sk, p->func->name, errno);
 			bpf_link__destroy(b->links[2 * i + 1]);
@@ -1225,9 +1289,32 @@ int dc_bpf_aggs_fd(const struct dc_bpf *b)
 	return bpf_map__fd(b->skel->maps.aggs);
 }
 
-int dc_bpf_ringbuf_fd(const struct dc_bpf *b)
+unsigned dc_bpf_nshards(const struct dc_bpf *b)
 {
-	return bpf_map__fd(b->skel->maps.events);
+	return b->nshards;
+}
+
+int dc_bpf_ring_fd(const struct dc_bpf *b, unsigned shard)
+{
+	return shard < b->nshards ? b->ring_fds[shard] : -1;
+}
+
+size_t dc_bpf_ring_bytes(const struct dc_bpf *b)
+{
+	return b->shard_bytes;
+}
+
+void dc_bpf_lost_by_shard(const struct dc_bpf *b, uint64_t *out)
+{
+	__u64 vals[b->ncpus];
+	__u32 k = DC_STAT_LOST;
+	for (unsigned i = 0; i < b->nshards; i++)
+		out[i] = 0;
+	if (bpf_map__lookup_elem(b->skel->maps.stats, &k, sizeof(k), vals, sizeof(vals), 0))
+		return;
+	for (int c = 0; c < b->ncpus; c++)
+		if ((unsigned)c / b->shard_cpus < b->nshards)
+			out[c / b->shard_cpus] += vals[c];
 }
 
 void dc_bpf_stats(const struct dc_bpf *b, uint64_t out[DC_STAT_NR])
@@ -1245,19 +1332,23 @@ void dc_bpf_stats(const struct dc_bpf *b, uint64_t out[DC_STAT_NR])
 
 int dc_bpf_consumer_only(struct dc_bpf *b, int keep)
 {
-	int fds[] = { bpf_map__fd(b->skel->maps.events), bpf_map__fd(b->skel->maps.aggs),
-		      bpf_map__fd(b->skel->maps.stats), bpf_map__fd(b->skel->maps.traced), keep };
-	const int nfds = sizeof(fds) / sizeof(fds[0]);
-	/* the read-only copies first: opening a map by id needs root */
-	const int ro[] = { 2, 3 };
-	for (size_t i = 0; i < sizeof(ro) / sizeof(ro[0]); i++) {
+	int fds[DC_MAX_SHARDS + 4];
+	int nfds = 0;
+	fds[nfds++] = bpf_map__fd(b->skel->maps.stats);
+	fds[nfds++] = bpf_map__fd(b->skel->maps.traced);
+	fds[nfds++] = bpf_map__fd(b->skel->maps.aggs);
+	fds[nfds++] = keep;
+	for (unsigned i = 0; i < b->nshards; i++)
+		fds[nfds++] = b->ring_fds[i];
+	/* the read-only copies first (stats, traced): opening a map by id needs root */
+	for (int i = 0; i < 2; i++) {
 		struct bpf_map_info info = { 0 };
 		__u32 len = sizeof(info);
 		LIBBPF_OPTS(bpf_get_fd_by_id_opts, o, .open_flags = BPF_F_RDONLY);
-		if (bpf_obj_get_info_by_fd(fds[ro[i]], &info, &len))
+		if (bpf_obj_get_info_by_fd(fds[i], &info, &len))
 			return -1;
 		int fd = bpf_map_get_fd_by_id_opts(info.id, &o);
-		if (fd < 0 || dup2(fd, fds[ro[i]]) < 0)
+		if (fd < 0 || dup2(fd, fds[i]) < 0)
 			return -1;
 		close(fd);
 	}
@@ -1290,6 +1381,7 @@ void dc_bpf_close(struct dc_bpf *b)
 	kernel_bpf__destroy(b->kern);
 	syscall_bpf__destroy(b->sys);
 	uprobe_bpf__destroy(b->skel);
+	close_rings(b);
 	free(b->probes);
 	dc_index_free(&b->ix);
 	free(b->links);

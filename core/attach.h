@@ -36,14 +36,16 @@ struct dc_probe {
 
 struct dc_bpf;
 
-/* Opens and loads the BPF object with a ring buffer of `ringbuf_bytes` (a power of two,
- * >= 4096); profile_ns > 0 selects profile mode: calls are aggregated in the `aggs` map
+/* Opens and loads the BPF object with ring buffers of `ringbuf_bytes` in all (a power of
+ * two, >= 4096): `nshards` of them (0: one per CPU up to 16, CPU groups beyond; at most
+ * DC_MAX_SHARDS and the CPU count), CPU group k writing to ring buffer k; profile_ns > 0 selects profile mode: calls are aggregated in the `aggs` map
  * per interval of profile_ns counted from profile_t0 (CLOCK_MONOTONIC ns) and attaches the sched_process_{fork,exec,exit} tracepoints (tp_btf).
  * untrace_secureexec=1 (a run without root) stops tracing a process at an exec that
  * gains privileges (setuid, setgid, file capabilities), as ptrace would not let it gain
  * them; the exec record says so (bpf/datacrumbs.h DC_EV_EXEC).
  * Returns NULL with a one-line reason in err (no BTF, missing privileges, verifier). */
-struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, uint64_t profile_ns, uint64_t profile_t0,
+struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t profile_ns,
+			   uint64_t profile_t0,
 			   int untrace_secureexec, char *err, size_t errlen);
 
 /* The traced processes (tgids in the `traced` map) other than `except`: their number, the
@@ -107,14 +109,25 @@ unsigned dc_bpf_nprobes(const struct dc_bpf *b);
 /* File descriptor of profile mode's `aggs` map (struct dc_agg_key -> struct dc_agg). */
 int dc_bpf_aggs_fd(const struct dc_bpf *b);
 
-/* File descriptor of the ring buffer map (for ring_buffer__new). */
-int dc_bpf_ringbuf_fd(const struct dc_bpf *b);
+/* The number of ring buffers (shards), each one CPU group's (bpf/common.bpf.h rings). */
+unsigned dc_bpf_nshards(const struct dc_bpf *b);
+
+/* File descriptor of ring buffer `shard` (< dc_bpf_nshards; mmap(2) it as
+ * kernel/bpf/ringbuf.c lays it out), -1 for no such shard. */
+int dc_bpf_ring_fd(const struct dc_bpf *b, unsigned shard);
+
+/* Each ring buffer's size, bytes (a power of two). */
+size_t dc_bpf_ring_bytes(const struct dc_bpf *b);
+
+/* The records each shard's ring buffer had no room for (DC_STAT_LOST of its CPUs), into
+ * out[0 .. dc_bpf_nshards - 1]. */
+void dc_bpf_lost_by_shard(const struct dc_bpf *b, uint64_t *out);
 
 /* Sums the per-CPU enum dc_stat counters into out. */
 void dc_bpf_stats(const struct dc_bpf *b, uint64_t out[DC_STAT_NR]);
 
 /* Site mode, in the consumer root forks (still root): closes every fd but 0-2, `keep`
- * and the map fds the consumer reads (the ring buffer, aggs, and, turned read-only with
+ * and the map fds the consumer reads (the ring buffers, aggs, and, turned read-only with
  * BPF_F_RDONLY, stats and traced), so that no link or program fd, and no writable traced
  * map, reaches the user's script. Never call dc_bpf_close on that copy. 0, or -1. */
 int dc_bpf_consumer_only(struct dc_bpf *b, int keep);

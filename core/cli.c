@@ -31,6 +31,10 @@ static const char main_help[] =
 "  report [-o REPORT.html] TRACE|DIR...                  an HTML job report with plots\n"
 "  summary [--top N] TRACE...                            calls, bytes, time per function,\n"
 "                                                        file and process\n"
+"  summary [--top N] --job JOBID [DIR] | DIR             a job's traces: also per node\n"
+"                                                        and per rank\n"
+"  status [--dir DIR] [--json]                           the job steps traced on this\n"
+"                                                        node (site mode)\n"
 "  validate [--partial] TRACE...                         check a trace's format\n"
 "  step ... -- SCRIPT [SCRIPT-ARGS]                      site mode: one job step on this\n"
 "                                                        node, started by the SLURM plugin\n"
@@ -41,6 +45,7 @@ static const char main_help[] =
 "  datacrumbs list --help     the options of list\n"
 "  datacrumbs check --help    what check resolves\n"
 "  datacrumbs features --help what features checks\n"
+"  datacrumbs status --help   what status lists\n"
 "\n"
 "SCRIPT is a path when it holds a '/' (./my.lua), else a name looked up in\n"
 "$DATACRUMBS_SCRIPT_PATH, then in the installed scripts directory (e.g. io_posix.lua),\n"
@@ -65,7 +70,13 @@ static const char run_help[] =
 "      --no-compress        write plain .pfw instead of .pfw.gz\n"
 "      --buffer-size BYTES  ring buffer size, K/M/G suffixes, a power of two from 64K\n"
 "                           (default 16M); a full buffer loses events and the trace\n"
-"                           counts them\n"
+"                           counts them; shared by the ring buffers\n"
+"      --shards N           ring buffers, each written by a group of CPUs (1 to 64;\n"
+"                           default one per CPU up to 16, CPU groups beyond)\n"
+"      --drain-threads N    threads that empty the ring buffers into queues while the\n"
+"                           main thread decodes, runs the script and writes (0 to 64,\n"
+"                           at most one per ring buffer; 0: the main thread reads them;\n"
+"                           default 1 per 16 CPUs, 1 to 8)\n"
 "      --flush-interval MS  ms between gzip members written to disk (default 1000):\n"
 "                           what a killed run can lose at most (in profile mode, the\n"
 "                           interval in progress too)\n"
@@ -129,6 +140,7 @@ int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->compress = 1;
 	o->ringbuf_bytes = 16u << 20;
+	o->drain_threads = -1;
 	o->flush_ms = 1000;
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
 	    !strcmp(argv[1], "help")) {
@@ -183,6 +195,19 @@ int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
 				return usage_error("--buffer-size must be a power of two from 64K "
 						   "to 1G, got '%s'", v ? v : "");
 			o->ringbuf_bytes = sz;
+		} else if (IS("--shards") || IS("--drain-threads")) {
+			int shards = IS("--shards");
+			const char *v = opt_value(argc, argv, &i, eq);
+			char *end;
+			long k = v ? strtol(v, &end, 10) : -1;
+			if (!v || *end || !*v || k < shards || k > 64)
+				return usage_error(shards ? "--shards needs a number from 1 to 64, "
+						   "got '%s'" : "--drain-threads needs a number from "
+						   "0 to 64, got '%s'", v ? v : "");
+			if (shards)
+				o->shards = (unsigned)k;
+			else
+				o->drain_threads = (int)k;
 		} else if (IS("--flush-interval")) {
 			const char *v = opt_value(argc, argv, &i, eq);
 			char *end;

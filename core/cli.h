@@ -13,6 +13,9 @@ struct dc_opts {
 	const char *output;       /* -o PATH, NULL: current directory */
 	int compress;             /* 1: .pfw.gz (default), 0: --no-compress */
 	size_t ringbuf_bytes;     /* --buffer-size, bytes (power of two) */
+	unsigned shards;          /* --shards, ring buffers (CPU groups); 0: one per CPU up
+				     to 16 */
+	int drain_threads;        /* --drain-threads, -1: by the CPU count */
 	unsigned flush_ms;        /* --flush-interval, ms between gzip members */
 	int quiet;                /* -q: no summary line */
 	int mode;                 /* --mode: DC_MODE_*, 0: as the script says (trace) */

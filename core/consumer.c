@@ -7,13 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <bpf/libbpf.h>
+#include <unistd.h>
 
 #include "fdtable.h"
 #include "trust.h"
 #include "mpi.h"
 #include "profile.h"
 #include "record.h"
+#include "shards.h"
 #include "util.h"
 
 #define NAME_SLOTS 4096  /* open addressing; pids and threads seen, grows by rehash */
@@ -27,7 +28,7 @@ struct seen {
 };
 
 struct dc_consumer {
-	struct ring_buffer *rb;
+	struct dc_shards *sh;      /* the ring buffers' readers and their merge */
 	struct dc_bpf *bpf;
 	struct dc_writer *w;
 	struct dc_script *script;
@@ -631,16 +632,16 @@ static void on_process(struct dc_consumer *c, const struct dc_event *e, const ch
 	}
 }
 
-static int on_record(void *ctx, void *data, size_t size)
+static void on_record(void *ctx, const void *data, size_t size)
 {
 	struct dc_consumer *c = ctx;
 	const struct dc_event *e = data;
 	if (size < sizeof(*e) || c->failed)
-		return 0;
+		return;
 	const char *path = NULL;
 	if (e->path_len > 0 && e->path_len <= DC_PATH_MAX &&
 	    size >= sizeof(struct dc_event) + e->path_len) {
-		/* the ring buffer is mapped read-only; BPF NUL-terminates the string */
+		/* BPF NUL-terminates the string */
 		const struct dc_path_event *pe = data;
 		if (pe->path[e->path_len - 1] == 0)
 			path = pe->path;
@@ -649,12 +650,11 @@ static int on_record(void *ctx, void *data, size_t size)
 		on_call(c, e, path);
 	else
 		on_process(c, e, path);
-	return 0;
 }
 
 struct dc_consumer *dc_consumer_new(struct dc_bpf *b, struct dc_writer *w,
 				    struct dc_script *script, int64_t mono_to_real_ns,
-				    char *err, size_t errlen)
+				    int nthreads, char *err, size_t errlen)
 {
 	struct dc_consumer *c = calloc(1, sizeof(*c));
 	if (!c) {
@@ -689,9 +689,16 @@ struct dc_consumer *dc_consumer_new(struct dc_bpf *b, struct dc_writer *w,
 				c->flags_arg[i] = k;
 		}
 	}
-	c->rb = ring_buffer__new(dc_bpf_ringbuf_fd(b), on_record, c, NULL);
-	if (!c->rb) {
-		snprintf(err, errlen, "cannot open the ring buffer: %s", strerror(errno));
+	int fds[DC_MAX_SHARDS];
+	unsigned n = dc_bpf_nshards(b);
+	for (unsigned k = 0; k < n; k++)
+		fds[k] = dc_bpf_ring_fd(b, k);
+	if (nthreads < 0) { /* as many as a node can spare: one per 16 CPUs, 1 to 8 */
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		nthreads = cpus < 32 ? 1 : cpus / 16 > 8 ? 8 : (int)(cpus / 16);
+	}
+	c->sh = dc_shards_new(fds, n, dc_bpf_ring_bytes(b), (unsigned)nthreads, err, errlen);
+	if (!c->sh) {
 		free(c->flags_arg);
 		free(c->bytes);
 		free(c);
@@ -702,13 +709,18 @@ struct dc_consumer *dc_consumer_new(struct dc_bpf *b, struct dc_writer *w,
 
 int dc_consumer_fd(const struct dc_consumer *c)
 {
-	return ring_buffer__epoll_fd(c->rb);
+	return dc_shards_fd(c->sh);
+}
+
+unsigned dc_consumer_threads(const struct dc_consumer *c)
+{
+	return dc_shards_threads(c->sh);
 }
 
 int dc_consumer_drain(struct dc_consumer *c)
 {
-	int n = ring_buffer__consume(c->rb);
-	return n < 0 ? -1 : n;
+	long n = dc_shards_drain(c->sh, on_record, c);
+	return n > INT32_MAX ? INT32_MAX : (int)n;
 }
 
 void dc_consumer_add_process(struct dc_consumer *c, int pid, const char *name)
@@ -774,7 +786,7 @@ void dc_consumer_free(struct dc_consumer *c)
 {
 	if (!c)
 		return;
-	ring_buffer__free(c->rb);
+	dc_shards_free(c->sh);
 	free(c->flags_arg);
 	free(c->bytes);
 	dc_htab_free(&c->seen);

@@ -10,15 +10,20 @@
 
 struct dc_consumer;
 
-/* Creates the consumer of b's ring buffer. mono_to_real_ns is added to the kernel's
+/* Creates the consumer of b's ring buffers, read by `nthreads` drain threads (-1: one per
+ * 16 online CPUs, 1 to 8; 0: none, the caller's thread reads them at each drain; at most
+ * one per ring buffer), core/shards.h. mono_to_real_ns is added to the kernel's
  * CLOCK_MONOTONIC timestamps to get CLOCK_REALTIME. script may be NULL. Returns NULL
  * with err on failure. */
 struct dc_consumer *dc_consumer_new(struct dc_bpf *b, struct dc_writer *w,
 				    struct dc_script *script, int64_t mono_to_real_ns,
-				    char *err, size_t errlen);
+				    int nthreads, char *err, size_t errlen);
 
-/* The epoll file descriptor that is readable when records wait (ring_buffer__epoll_fd). */
+/* The file descriptor that is readable when records wait (dc_shards_fd). */
 int dc_consumer_fd(const struct dc_consumer *c);
+
+/* The number of drain threads reading the ring buffers. */
+unsigned dc_consumer_threads(const struct dc_consumer *c);
 
 /* Consumes every waiting record. Returns the number consumed, or -1 when the writer
  * failed (errno set; the trace is cut from here on). */

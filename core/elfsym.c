@@ -2,6 +2,7 @@
  * search, done by hand) and function symbols mapped to uprobe file offsets. No BPF, no probes. */
 #define _GNU_SOURCE
 #include "elfsym.h"
+#include "pinfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -80,7 +81,9 @@ static int elf_file_open(struct elf_file *f, const char *path, char *err, size_t
 		set_err(err, errlen, "%s: libelf: %s", path, elf_errmsg(-1));
 		return -1;
 	}
-	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	char pinned[64];
+	const char *p = dc_pin(path, pinned, sizeof(pinned)); /* site mode: as the user, once */
+	f->fd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
 	if (f->fd < 0) {
 		set_err(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;
@@ -1044,7 +1047,26 @@ int dc_elf_sym_glob(const struct dc_elf_syms *s, const char *glob,
 
 	if (!s || !glob || !fn)
 		return 0;
-	for (i = 0; i < s->n; i++) {
+	/* the names are sorted (strcmp): only those starting with the glob's literal
+	 * prefix can match, a range found by binary search; a glob of no special
+	 * character (fnmatch(3): * ? [ and \) is one name. Thousands of exact names
+	 * cost a lookup each, not a pass over every symbol. */
+	size_t plen = strcspn(glob, "*?[\\");
+	if (!glob[plen]) {
+		const struct sym *y = sym_find(s, glob);
+		if (!y || y->ifunc)
+			return 0;
+		return fn(y->name, y->offset, arg), 1;
+	}
+	int lo = 0, hi = s->n;
+	while (lo < hi) { /* the first name >= the prefix */
+		int mid = lo + (hi - lo) / 2;
+		if (strncmp(s->syms[mid].name, glob, plen) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (i = lo; i < s->n && !strncmp(s->syms[i].name, glob, plen); i++) {
 		const struct sym *y = &s->syms[i];
 
 		if (y->ifunc || fnmatch(glob, y->name, 0) != 0)

@@ -59,6 +59,41 @@ struct dc_script {
 	int mode;                   /* dc.mode's DC_MODE_*, 0: not called */
 	uint64_t interval_ns;       /* dc.mode's interval, 0: not given */
 	const struct dc_run_info *info;
+	/* the event path's pre-made strings (push_key): a registry table of Lua strings,
+	 * the fixed keys first (enum ev_key), then each name, layer and arg key by the C
+	 * pointer the consumer hands in (probe descriptions and literals: they live as long
+	 * as the run); and which callbacks want each (name, layer) pair (wanted) */
+	int keys_ref;
+	int nkeys;
+	struct key_slot *kslots;    /* open addressing by pointer, kcap slots */
+	size_t kcap, kused;
+	struct want_slot *wslots;   /* open addressing by (name, cat) pointers, wcap slots */
+	size_t wcap, wused;
+};
+
+/* A C string of the event path and its Lua string: idx in the keys table, lua the
+ * string's bytes inside Lua (an interned short string has one address per content, so an
+ * unchanged field read back is found by comparing addresses). */
+struct key_slot {
+	const char *p;
+	const char *lua;
+	int idx;
+};
+
+/* Bit i: callback i wants events of this name and layer (wants). */
+struct want_slot {
+	const char *name, *cat;
+	uint64_t mask;
+};
+
+/* The event table's own keys, at these indices of the keys table. */
+enum ev_key { K_ID = 1, K_NAME, K_CAT, K_PID, K_TID, K_TS, K_DUR, K_LEVEL, K_P_IDX, K_PH,
+	      K_PATH, K_PATH2, K_ARGS, K_PH_C, K_PH_X, K_NFIXED };
+static const char *const ev_keys[K_NFIXED] = {
+	[K_ID] = "id", [K_NAME] = "name", [K_CAT] = "cat", [K_PID] = "pid", [K_TID] = "tid",
+	[K_TS] = "ts", [K_DUR] = "dur", [K_LEVEL] = "level", [K_P_IDX] = "p_idx",
+	[K_PH] = "ph", [K_PATH] = "path", [K_PATH2] = "path2", [K_ARGS] = "args",
+	[K_PH_C] = "C", [K_PH_X] = "X",
 };
 
 static int on_error(lua_State *L); /* the message handler of every protected call */
@@ -992,9 +1027,10 @@ static void on_count(lua_State *L, lua_Debug *ar)
  * names the script's line (level 1: the caller of this C function). */
 static int l_unsafe(lua_State *L)
 {
-	return luaL_error(L, "%s is not available without --unsafe (it would start a "
-			  "program or load native code with the tracer's privileges)",
-			  lua_tostring(L, lua_upvalueindex(1)));
+	const char *why = lua_tostring(L, lua_upvalueindex(2));
+	return luaL_error(L, "%s is not available without --unsafe (it would %s with the "
+			  "tracer's privileges)", lua_tostring(L, lua_upvalueindex(1)),
+			  why ? why : "start a program or load native code");
 }
 
 /* Replaces t[name] (t at the top of the stack) by l_unsafe, when present. */
@@ -1161,9 +1197,38 @@ static void restrict_libs(lua_State *L)
 
 /* luaopen_luv without the calls that start processes or new Lua states (a thread's or
  * work's state has the full, unrestricted libraries): they raise the --unsafe error. */
+/* Replaces method `name` of luv's handle type `mt` (its metatable's __index table, luv's
+ * src/lhandle.c) with the --unsafe error. */
+static void forbid_method(lua_State *L, const char *mt, const char *name)
+{
+	if (luaL_getmetatable(L, mt) == LUA_TTABLE &&
+	    lua_getfield(L, -1, "__index") == LUA_TTABLE) {
+		lua_pushfstring(L, "%s:%s", mt + 3, name);
+		lua_pushliteral(L, "let a file descriptor of the tracer's (a BPF map, the trace) be passed on");
+		lua_pushcclosure(L, l_unsafe, 2);
+		lua_setfield(L, -2, name);
+	}
+	lua_pop(L, 2);
+}
+
+/* luv without what starts programs or threads, loads native code, changes the command's
+ * environment, or adopts an fd by number (pipe/tcp/udp open, tty, poll): the tracer's own
+ * fds (the ring buffer, BPF maps, the trace) must not be wrapped and passed to another
+ * process (write2), as a site-mode user could otherwise do. */
 static int open_luv_restricted(lua_State *L)
 {
 	luaopen_luv(L);
+	static const char *const fd_adopters[] = { "new_tty", "new_poll", "new_socket_poll",
+						   "pipe_open", "tcp_open", "udp_open", NULL };
+	for (int i = 0; fd_adopters[i]; i++) {
+		lua_pushfstring(L, "uv.%s", fd_adopters[i]);
+		lua_pushliteral(L, "let a file descriptor of the tracer's (a BPF map, the trace) be passed on");
+		lua_pushcclosure(L, l_unsafe, 2);
+		lua_setfield(L, -2, fd_adopters[i]);
+	}
+	forbid_method(L, "uv_pipe", "open");
+	forbid_method(L, "uv_tcp", "open");
+	forbid_method(L, "uv_udp", "open");
 	forbid(L, "uv", "spawn");
 	forbid(L, "uv", "new_thread");
 	forbid(L, "uv", "new_work");
@@ -1181,6 +1246,7 @@ struct dc_script *dc_script_new(uv_loop_t *loop, const struct dc_run_info *info)
 		return NULL;
 	s->end_ref = LUA_NOREF;
 	s->proc_ref = LUA_NOREF;
+	s->keys_ref = LUA_NOREF;
 	s->info = info;
 	s->L = luaL_newstate();
 	if (!s->L) {
@@ -1420,54 +1486,223 @@ static int reserved_key(const char *k)
 	return 0;
 }
 
-/* Pushes the event table of r (the `ev` of dc.on_event). */
-static void push_event(lua_State *L, const struct dc_record *r)
+static uint64_t ptr_hash(const void *a, const void *b)
+{
+	uint64_t k = (uint64_t)(uintptr_t)a * 0x9e3779b97f4a7c15ULL ^
+		     (uint64_t)(uintptr_t)b * 0xc2b2ae3d27d4eb4fULL;
+	return k ^ (k >> 29);
+}
+
+/* Doubles the slots of an open-addressing table of `size`-byte slots whose first member
+ * is a pointer (NULL: empty), rehashing by rehash(). */
+static void *grow_slots(void *old, size_t *cap, size_t size,
+			uint64_t (*rehash)(const void *slot))
+{
+	size_t ncap = *cap ? *cap * 2 : 256;
+	char *n = calloc(ncap, size);
+	if (!n)
+		dc_oom();
+	for (size_t i = 0; i < *cap; i++) {
+		const char *slot = (const char *)old + i * size;
+		if (!*(void *const *)slot)
+			continue;
+		size_t j = rehash(slot) & (ncap - 1);
+		while (*(void **)(n + j * size))
+			j = (j + 1) & (ncap - 1);
+		memcpy(n + j * size, slot, size);
+	}
+	free(old);
+	*cap = ncap;
+	return n;
+}
+
+static uint64_t key_rehash(const void *slot)
+{
+	return ptr_hash(((const struct key_slot *)slot)->p, NULL);
+}
+
+static uint64_t want_rehash(const void *slot)
+{
+	const struct want_slot *w = slot;
+	return ptr_hash(w->name, w->cat);
+}
+
+/* Pushes the Lua string of C string p, which lives as long as the run (a name, layer or
+ * arg key of the probe descriptions, or a literal), made once and then taken from the keys
+ * table (at stack index keys) by its pointer: no hashing or comparing of its bytes per
+ * event. Returns the Lua string's bytes (see struct key_slot). */
+static const char *push_key(struct dc_script *s, lua_State *L, int keys, const char *p)
+{
+	if (2 * (s->kused + 1) > s->kcap)
+		s->kslots = grow_slots(s->kslots, &s->kcap, sizeof(*s->kslots), key_rehash);
+	size_t j = ptr_hash(p, NULL) & (s->kcap - 1);
+	while (s->kslots[j].p && s->kslots[j].p != p)
+		j = (j + 1) & (s->kcap - 1);
+	struct key_slot *k = &s->kslots[j];
+	if (k->p) {
+		lua_rawgeti(L, keys, k->idx);
+		return k->lua;
+	}
+	lua_pushstring(L, p);
+	lua_pushvalue(L, -1);
+	lua_rawseti(L, keys, ++s->nkeys);
+	*k = (struct key_slot){ p, lua_tostring(L, -1), s->nkeys };
+	s->kused++;
+	return k->lua;
+}
+
+/* Pushes the keys table (the registry's s->keys_ref, made with the fixed keys at the
+ * first event). Returns its stack index. */
+static int push_keys(struct dc_script *s, lua_State *L)
+{
+	if (s->keys_ref == LUA_NOREF || !s->keys_ref) {
+		lua_createtable(L, 64, 0);
+		for (int i = 1; i < K_NFIXED; i++) {
+			lua_pushstring(L, ev_keys[i]);
+			lua_rawseti(L, -2, i);
+		}
+		s->nkeys = K_NFIXED - 1;
+		lua_pushvalue(L, -1);
+		s->keys_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	} else {
+		lua_rawgeti(L, LUA_REGISTRYINDEX, s->keys_ref);
+	}
+	return lua_gettop(L);
+}
+
+/* The Lua strings push_event made, to tell an unchanged field from a changed one when
+ * reading the event back. */
+struct pushed {
+	const char *name, *cat, *path, *path2;
+	const char *key[DC_REC_ARGS], *val[DC_REC_ARGS];
+};
+
+static void set_int(lua_State *L, int keys, int t, int key, lua_Integer v)
+{
+	lua_rawgeti(L, keys, key);
+	lua_pushinteger(L, v);
+	lua_rawset(L, t);
+}
+
+/* Pushes the event table of r (the `ev` of dc.on_event), its keys, name, layer and arg
+ * keys from pre-made strings (push_key); what was pushed goes into *pu. */
+static void push_event(struct dc_script *s, lua_State *L, int keys, const struct dc_record *r,
+		       struct pushed *pu)
 {
 	lua_createtable(L, 0, 12);
-	lua_pushinteger(L, r->id);        lua_setfield(L, -2, "id");
-	lua_pushstring(L, r->name);       lua_setfield(L, -2, "name");
-	lua_pushstring(L, r->cat);        lua_setfield(L, -2, "cat");
-	lua_pushinteger(L, r->pid);       lua_setfield(L, -2, "pid");
-	lua_pushinteger(L, r->tid);       lua_setfield(L, -2, "tid");
-	lua_pushinteger(L, r->ts_us);     lua_setfield(L, -2, "ts");
-	lua_pushinteger(L, r->dur_us);    lua_setfield(L, -2, "dur");
-	lua_pushinteger(L, r->level);     lua_setfield(L, -2, "level");
-	lua_pushinteger(L, r->p_idx);     lua_setfield(L, -2, "p_idx");
-	lua_pushstring(L, r->counter ? "C" : "X");
-	lua_setfield(L, -2, "ph");
+	int t = lua_gettop(L);
+	set_int(L, keys, t, K_ID, (lua_Integer)r->id);
+	lua_rawgeti(L, keys, K_NAME);
+	pu->name = push_key(s, L, keys, r->name);
+	lua_rawset(L, t);
+	lua_rawgeti(L, keys, K_CAT);
+	pu->cat = push_key(s, L, keys, r->cat);
+	lua_rawset(L, t);
+	set_int(L, keys, t, K_PID, r->pid);
+	set_int(L, keys, t, K_TID, r->tid);
+	set_int(L, keys, t, K_TS, (lua_Integer)r->ts_us);
+	set_int(L, keys, t, K_DUR, (lua_Integer)r->dur_us);
+	set_int(L, keys, t, K_LEVEL, r->level);
+	set_int(L, keys, t, K_P_IDX, r->p_idx);
+	lua_rawgeti(L, keys, K_PH);
+	lua_rawgeti(L, keys, r->counter ? K_PH_C : K_PH_X);
+	lua_rawset(L, t);
+	pu->path = pu->path2 = NULL;
 	if (r->path) {
+		lua_rawgeti(L, keys, K_PATH);
 		lua_pushstring(L, r->path);
-		lua_setfield(L, -2, "path");
+		pu->path = lua_tostring(L, -1);
+		lua_rawset(L, t);
 	}
 	if (r->path2) {
+		lua_rawgeti(L, keys, K_PATH2);
 		lua_pushstring(L, r->path2);
-		lua_setfield(L, -2, "path2");
+		pu->path2 = lua_tostring(L, -1);
+		lua_rawset(L, t);
 	}
+	lua_rawgeti(L, keys, K_ARGS);
 	lua_createtable(L, 0, r->nargs);
 	for (int i = 0; i < r->nargs; i++) {
-		if (r->args[i].is_str)
-			lua_pushstring(L, r->args[i].s);
-		else
-			lua_pushinteger(L, r->args[i].i);
-		lua_setfield(L, -2, r->args[i].key);
+		const struct dc_rec_arg *a = &r->args[i];
+		pu->key[i] = push_key(s, L, keys, a->key);
+		pu->val[i] = NULL;
+		if (a->is_str) {
+			lua_pushstring(L, a->s);
+			pu->val[i] = lua_tostring(L, -1);
+		} else {
+			lua_pushinteger(L, a->i);
+		}
+		lua_rawset(L, -3);
 	}
-	lua_setfield(L, -2, "args");
+	lua_rawset(L, t);
+}
+
+/* Reads string field `key` (fixed key index) of the event table at t back into *dst
+ * (copied into the arena) unless it is still `was`, the Lua string pushed; an empty
+ * string, or a value that is not a string, keeps the old one (a name and a cat must not
+ * be empty). */
+static void read_back_str(lua_State *L, int keys, int t, int key, struct dc_record *r,
+			  const char **dst, const char *was, int nil_ok)
+{
+	lua_rawgeti(L, keys, key);
+	lua_rawget(L, t);
+	size_t n = 0;
+	const char *v = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &n) : NULL;
+	if (v && v == was) {
+		/* unchanged */
+	} else if (v && (n || nil_ok)) {
+		if (*dst == NULL || strcmp(v, *dst)) {
+			const char *k = dc_rec_keep(r, v, n);
+			if (k)
+				*dst = k;
+		}
+	} else if (nil_ok && lua_isnil(L, -1)) {
+		*dst = NULL;
+	}
+	lua_pop(L, 1);
+}
+
+/* Which callbacks want events of r's name and layer: a bit per callback, found by
+ * comparing strings once per (name, layer) pair (their pointers are the probe
+ * descriptions'), later by their pointers. More than 64 callbacks: compared each time. */
+static uint64_t wanted(struct dc_script *s, const struct dc_record *r)
+{
+	uint64_t mask = 0;
+	if (s->ncbs > 64) {
+		for (int i = 0; i < s->ncbs; i++)
+			mask |= (uint64_t)wants(&s->cbs[i], r) << (i & 63);
+		return mask;
+	}
+	if (2 * (s->wused + 1) > s->wcap)
+		s->wslots = grow_slots(s->wslots, &s->wcap, sizeof(*s->wslots), want_rehash);
+	size_t j = ptr_hash(r->name, r->cat) & (s->wcap - 1);
+	while (s->wslots[j].name && (s->wslots[j].name != r->name || s->wslots[j].cat != r->cat))
+		j = (j + 1) & (s->wcap - 1);
+	struct want_slot *w = &s->wslots[j];
+	if (w->name)
+		return w->mask;
+	for (int i = 0; i < s->ncbs; i++)
+		mask |= (uint64_t)wants(&s->cbs[i], r) << i;
+	*w = (struct want_slot){ r->name, r->cat, mask };
+	s->wused++;
+	return mask;
 }
 
 int dc_script_event(struct dc_script *s, struct dc_record *r)
 {
 	lua_State *L = s->L;
-	int matched = 0;
+	uint64_t want = wanted(s, r);
+	if (!want)
+		return 1;
+	struct pushed pu;
+	lua_pushcfunction(L, on_error);      /* stack: handler (1), keys (2), event (3) */
+	int keys = push_keys(s, L);
+	push_event(s, L, keys, r, &pu);
 	for (int i = 0; i < s->ncbs; i++) {
-		if (!wants(&s->cbs[i], r))
+		if (!(want >> (i & 63) & 1) || (s->ncbs > 64 && !wants(&s->cbs[i], r)))
 			continue;
-		if (!matched) {         /* built once, for the first callback that wants it */
-			lua_pushcfunction(L, on_error);
-			push_event(L, r);       /* stack: handler (1), event (2) */
-			matched = 1;
-		}
 		lua_rawgeti(L, LUA_REGISTRYINDEX, s->cbs[i].ref);
-		lua_pushvalue(L, 2);
+		lua_pushvalue(L, 3);
 		dc_trust_enter_script();
 		int st = lua_pcall(L, 1, 1, 1);
 		dc_trust_leave_script();
@@ -1485,42 +1720,55 @@ int dc_script_event(struct dc_script *s, struct dc_record *r)
 		}
 		lua_pop(L, 1);
 	}
-	if (!matched)
-		return 1;
-	/* the event table is on top */
-	read_str_field(L, r, "name", &r->name, 0);
-	read_str_field(L, r, "cat", &r->cat, 0);
-	read_str_field(L, r, "path", &r->path, 1);
-	read_str_field(L, r, "path2", &r->path2, 1);
+	int t = 3;
+	read_back_str(L, keys, t, K_NAME, r, &r->name, pu.name, 0);
+	read_back_str(L, keys, t, K_CAT, r, &r->cat, pu.cat, 0);
+	read_back_str(L, keys, t, K_PATH, r, &r->path, pu.path, 1);
+	read_back_str(L, keys, t, K_PATH2, r, &r->path2, pu.path2, 1);
 	/* times: microseconds, ts after 2020 (the format contract), dur not negative */
-	raw_field(L, -1, "ts");
+	lua_rawgeti(L, keys, K_TS);
+	lua_rawget(L, t);
 	if (lua_isinteger(L, -1) && lua_tointeger(L, -1) > 1577836800000000LL)
 		r->ts_us = lua_tointeger(L, -1);
-	raw_field(L, -2, "dur");
+	lua_rawgeti(L, keys, K_DUR);
+	lua_rawget(L, t);
 	if (lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 0)
 		r->dur_us = lua_tointeger(L, -1);
 	lua_pop(L, 2);
 
-	raw_field(L, -1, "args");
+	lua_rawgeti(L, keys, K_ARGS);
+	lua_rawget(L, t);
 	if (lua_istable(L, -1)) {
 		/* the call's own args keep their order; a nil drops one */
 		int n = 0;
+		const char *own[DC_REC_ARGS];
 		for (int i = 0; i < r->nargs; i++) {
 			struct dc_rec_arg a = r->args[i];
-			raw_field(L, -1, a.key);
-			if (read_arg(L, r, &a))
-				r->args[n++] = a;
+			push_key(s, L, keys, a.key);
+			lua_rawget(L, -2);
+			if (a.is_str && lua_type(L, -1) == LUA_TSTRING &&
+			    lua_tostring(L, -1) == pu.val[i]) {
+				r->args[n] = a; /* unchanged */
+				own[n++] = pu.key[i];
+			} else if (read_arg(L, r, &a)) {
+				r->args[n] = a;
+				own[n++] = pu.key[i];
+			}
 			lua_pop(L, 1);
 		}
+		int nown = r->nargs;
 		r->nargs = n;
-		/* then the args the script added */
+		/* then the args the script added: keys that are not the call's own (an own
+		 * key it set to nil is neither) */
 		lua_pushnil(L);
 		while (lua_next(L, -2) && r->nargs < DC_REC_ARGS) {
 			if (lua_type(L, -2) == LUA_TSTRING) {
 				const char *k = lua_tostring(L, -2);
 				int known = 0; /* the call's own args were read above */
+				for (int i = 0; i < nown && !known; i++)
+					known = k == pu.key[i];
 				for (int i = 0; i < n && !known; i++)
-					known = !strcmp(r->args[i].key, k);
+					known = k == own[i] || !strcmp(r->args[i].key, k);
 				struct dc_rec_arg a = { .key = NULL };
 				if (!known && !reserved_key(k) && read_arg(L, r, &a)) {
 					a.key = dc_rec_keep(r, k, strlen(k));
@@ -1562,6 +1810,8 @@ void dc_script_free(struct dc_script *s)
 	if (!s)
 		return;
 	lua_close(s->L);
+	free(s->kslots);
+	free(s->wslots);
 	free(s->emit_rec);
 	for (int i = 0; i < s->ncbs; i++) {
 		for (int k = 0; k < s->cbs[i].nnames; k++)

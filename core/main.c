@@ -1,5 +1,5 @@
 /* main.c: the datacrumbs command: parse the command line, run the session (or the
- * features checks, list, check), exit with its status. The rest lives in core/'s modules. */
+ * features checks, list, check, status), exit with its status. The rest lives in core/. */
 #include <string.h>
 
 #include "check.h"
@@ -7,11 +7,14 @@
 #include "dc_features.h"
 #include "list.h"
 #include "pytools.h"
+#include "status.h"
 #include "session.h"
 #include "step.h"
 
 int main(int argc, char **argv)
 {
+	if (argc >= 2 && !strcmp(argv[1], "status"))
+		return dc_status_main(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "features"))
 		return dc_features_main(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "list"))

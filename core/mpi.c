@@ -2,6 +2,7 @@
  * library's flavor, datatype sizes, MPI_Status byte counts, and ranks from the environment. */
 #define _GNU_SOURCE
 #include "mpi.h"
+#include "pinfile.h"
 
 #include <fcntl.h>
 #include <gelf.h>
@@ -49,7 +50,9 @@ static void inspect(const char *path, struct dc_mpi_abi *abi)
 	abi->dtype_off = -1;
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char pinned[64];
+	const char *pp = dc_pin(path, pinned, sizeof(pinned)); /* site mode: the pinned file */
+	int fd = pp ? open(pp, O_RDONLY | O_CLOEXEC) : -1;
 	if (fd < 0)
 		return;
 	Elf *e = elf_begin(fd, ELF_C_READ, NULL);

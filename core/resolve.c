@@ -188,6 +188,18 @@ static int add_match(const char *name, uint64_t offset, void *arg)
 	return 0;
 }
 
+static int glob_match(size_t idx, const void *key, void *arg)
+{
+	const struct dc_layer *l = arg;
+	return !strcmp(l->globs[idx], key);
+}
+
+/* Is `name` one of l's globs exactly (the script named it)? ix indexes l->globs. */
+static int named_exactly(const struct dc_layer *l, const struct dc_index *ix, const char *name)
+{
+	return dc_index_find(ix, name_hash(name), glob_match, name, (void *)l) >= 0;
+}
+
 /* Makes the functions of dc.uprobe layer l from its globs over the symbols of file
  * (once, on the first resolution): every match, but the local symbols a glob (not an
  * exact name) matched, and with entry-only probes for the functions whose return is
@@ -205,7 +217,15 @@ static int make_custom_funcs(struct dc_layer *l, struct dc_elf_syms *syms, const
 				"'%s': not traced\n", l->path, file, l->globs[g]);
 	}
 	dc_index_free(&m.ix);
+	/* the globs by name, for the "named exactly" tests below (one lookup per
+	 * function, not a pass over every glob) */
+	struct dc_index named = { { 0 } };
+	for (int g = 0; g < l->nglobs && m.ok; g++)
+		if (!named_exactly(l, &named, l->globs[g]) &&
+		    dc_index_add(&named, name_hash(l->globs[g]), g))
+			m.ok = 0;
 	if (!m.ok) {
+		dc_index_free(&named);
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -218,10 +238,7 @@ static int make_custom_funcs(struct dc_layer *l, struct dc_elf_syms *syms, const
 	int nlocal = 0, j = 0;
 	const char *firstlocal = NULL;
 	for (int i = 0; i < l->nfuncs; i++) {
-		int named = 0;
-		for (int g = 0; g < l->nglobs; g++)
-			named |= !strcmp(l->globs[g], l->funcs[i].name);
-		if (!named && dc_elf_sym_local(syms, l->funcs[i].name)) {
+		if (!named_exactly(l, &named, l->funcs[i].name) && dc_elf_sym_local(syms, l->funcs[i].name)) {
 			if (!nlocal++)
 				firstlocal = l->funcs[i].name;
 			continue;
@@ -243,10 +260,7 @@ static int make_custom_funcs(struct dc_layer *l, struct dc_elf_syms *syms, const
 		struct dc_func *f = &l->funcs[i];
 		if (!dc_noret_name(f->name) || f->returns)
 			continue;
-		f->noret = 1;
-		for (int g = 0; g < l->nglobs; g++)
-			if (!strcmp(l->globs[g], f->name))
-				f->noret = 0;
+		f->noret = !named_exactly(l, &named, f->name);
 		if (f->noret && !nnoret++)
 			first = f->name;
 	}
@@ -256,6 +270,7 @@ static int make_custom_funcs(struct dc_layer *l, struct dc_elf_syms *syms, const
 			"code): entry-only probes, events with dur 0 and no ret (name one "
 			"exactly in functions= to force its return probe)\n", l->path,
 			nnoret, nnoret > 1 ? "s" : "", file, first, nnoret > 1 ? ", ..." : "");
+	dc_index_free(&named);
 	return 0;
 }
 

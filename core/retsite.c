@@ -1,6 +1,7 @@
 /* retsite.c: chooses per function how its return is observed, and finds the return
  * instructions of a function in an ELF file by decoding its bytes with Capstone. */
 #include "retsite.h"
+#include "pinfile.h"
 
 #include <capstone/capstone.h>
 #include <fcntl.h>
@@ -110,7 +111,9 @@ static int read_syms(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, size_t *cap)
 static int cache_load(const char *path)
 {
 	struct stat st;
-	if (stat(path, &st))
+	char pinned[64];
+	const char *pp = dc_pin(path, pinned, sizeof(pinned)); /* site mode: the pinned file */
+	if (!pp || stat(pp, &st))
 		return -1;
 	if (cache.path[0] && !strcmp(cache.path, path) && cache.dev == st.st_dev &&
 	    cache.ino == st.st_ino && cache.mtime.tv_sec == st.st_mtim.tv_sec &&
@@ -123,7 +126,7 @@ static int cache_load(const char *path)
 	cache.mtime = st.st_mtim;
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -1;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(pp, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	Elf *e = elf_begin(fd, ELF_C_READ, NULL);

@@ -81,6 +81,7 @@ struct session {
 	int nattached;            /* probes attached */
 	uint64_t t0;              /* the run's start, CLOCK_MONOTONIC ns */
 	uint64_t stats[DC_STAT_NR];
+	char by_shard[DC_MAX_SHARDS * 21]; /* lost records per ring buffer, "N,N,...": the end record's */
 	char exec[PATH_MAX];      /* the traced executable */
 	char name[256];           /* its name, as ps shows it (process_name, trace file) */
 	char host[256];
@@ -770,7 +771,7 @@ static int load_probes(struct session *s)
 {
 	const struct dc_opts *o = s->o;
 	s->t0 = mono_ns();
-	s->bpf = dc_bpf_open(o->ringbuf_bytes, s->interval_ns, s->t0, !dc_invoker()->root,
+	s->bpf = dc_bpf_open(o->ringbuf_bytes, o->shards, s->interval_ns, s->t0, !dc_invoker()->root,
 			     s->err, sizeof(s->err));
 	if (!s->bpf) {
 		fail(s->err);
@@ -831,7 +832,8 @@ static int open_trace(struct session *s)
 		return -1;
 	}
 	int64_t m2r = mono_to_real();
-	s->cons = dc_consumer_new(s->bpf, s->w, s->script, m2r, s->err, sizeof(s->err));
+	s->cons = dc_consumer_new(s->bpf, s->w, s->script, m2r, o->drain_threads, s->err,
+				  sizeof(s->err));
 	if (!s->cons) {
 		fail(s->err);
 		return -1;
@@ -981,6 +983,20 @@ static void run_to_end(struct session *s)
 	}
 }
 
+/* The records each ring buffer lost, "N,N,..." in shard order (s->by_shard). */
+static const char *lost_by_shard(struct session *s)
+{
+	uint64_t lost[DC_MAX_SHARDS];
+	unsigned n = dc_bpf_nshards(s->bpf);
+	dc_bpf_lost_by_shard(s->bpf, lost);
+	size_t k = 0;
+	s->by_shard[0] = 0;
+	for (unsigned i = 0; i < n && k < sizeof(s->by_shard) - 24; i++)
+		k += snprintf(s->by_shard + k, sizeof(s->by_shard) - k, "%s%llu", i ? "," : "",
+			      (unsigned long long)lost[i]);
+	return s->by_shard;
+}
+
 /* Step: the end record, which tells a reader whether the trace is complete. */
 static void write_end(struct session *s)
 {
@@ -994,6 +1010,8 @@ static void write_end(struct session *s)
 	dc_writer_arg_uint(s->w, "script_errors", dc_script_errors(s->script));
 	dc_writer_arg_uint(s->w, "too_deep", s->stats[DC_STAT_DEEP]);
 	dc_writer_arg_uint(s->w, "unpaired", s->stats[DC_STAT_UNPAIRED]);
+	dc_writer_arg_uint(s->w, "shards", dc_bpf_nshards(s->bpf));
+	dc_writer_arg_str(s->w, "lost_by_shard", lost_by_shard(s));
 	dc_writer_end(s->w);
 }
 
@@ -1020,7 +1038,9 @@ static void close_trace(struct session *s)
 		uint64_t dropped = (s->cons ? dc_consumer_dropped(s->cons) : 0) +
 				   dc_profile_dropped(s->prof);
 		unsigned long errs = dc_script_errors(s->script);
-		char extra[256] = "", unwritten[128] = "";
+		char extra[256] = "", unwritten[128] = "", shards[sizeof(s->by_shard) + 32] = "";
+		if (s->stats[DC_STAT_LOST] && s->by_shard[0] && strchr(s->by_shard, ','))
+			snprintf(shards, sizeof(shards), " (by ring buffer: %s)", s->by_shard);
 		if (dropped || errs)
 			snprintf(extra, sizeof(extra), " (%llu dropped by the script, %lu script "
 				 "errors)", (unsigned long long)dropped, errs);
@@ -1034,9 +1054,9 @@ static void close_trace(struct session *s)
 		if (s->status_line)
 			fputs("\r\033[K", stderr); /* the status line gives way */
 		if (!o->quiet || !complete)
-			fprintf(stderr, "datacrumbs: %llu events written%s%s, %llu lost, trace %s%s\n",
+			fprintf(stderr, "datacrumbs: %llu events written%s%s, %llu lost%s, trace %s%s\n",
 				(unsigned long long)n, extra, unwritten,
-				(unsigned long long)s->stats[DC_STAT_LOST], s->trace_path,
+				(unsigned long long)s->stats[DC_STAT_LOST], shards, s->trace_path,
 				complete ? "" : " (INCOMPLETE: cut short)");
 		if (o->summary && !s->cut)
 			dc_pytool_summary(s->trace_path);
@@ -1182,6 +1202,21 @@ static void write_site_start(struct session *s, uint64_t ts)
 	dc_writer_end(s->w);
 }
 
+/* Site mode: a failure before the consumer started, to root ("fail REASON"), which says
+ * it to the plugin; also on our stderr (the user's log). Returns DC_EXIT_FAIL. */
+static int consume_failed(struct session *s)
+{
+	char line[sizeof(s->err) + 8];
+	int n = snprintf(line, sizeof(line), "fail %s", s->err);
+	for (int i = 0; i < n; i++)
+		if (line[i] == '\n')
+			line[i] = ' ';
+	line[n < (int)sizeof(line) - 1 ? n : (int)sizeof(line) - 2] = '\n';
+	if (write(s->site->ctl, line, strlen(line)) < 0)
+		fail("root is gone");
+	return teardown(s);
+}
+
 int dc_session_consume(const struct dc_opts *o, const struct dc_consume *c)
 {
 	struct session S = { .o = o, .pidfd = -1, .sigfd = -1, .rc = DC_EXIT_FAIL, .go = -1,
@@ -1199,31 +1234,26 @@ int dc_session_consume(const struct dc_opts *o, const struct dc_consume *c)
 	snprintf(s->host, sizeof(s->host), "%s", c->node);
 	snprintf(s->name, sizeof(s->name), "%s", c->exe);
 	if (run_script(s))
-		return teardown(s);
+		return consume_failed(s);
 	if (dc_out_path(&s->out, s->name, s->host, 0, s->trace_path, sizeof(s->trace_path),
-			s->err, sizeof(s->err))) {
-		fail(s->err);
-		return teardown(s);
-	}
+			s->err, sizeof(s->err)))
+		return consume_failed(s);
 	int tfd = dc_out_create(&s->out, s->trace_path, getuid(), getgid(), s->err,
 				sizeof(s->err));
-	if (tfd < 0) {
-		fail(s->err);
-		return teardown(s);
-	}
+	if (tfd < 0)
+		return consume_failed(s);
 	s->w = dc_writer_fdopen(tfd, s->trace_path, o->compress, s->host, s->child, s->child,
 				s->err, sizeof(s->err));
 	int64_t m2r = mono_to_real();
 	if (s->w)
-		s->cons = dc_consumer_new(s->bpf, s->w, s->script, m2r, s->err, sizeof(s->err));
-	if (!s->w || !s->cons) {
-		fail(s->err);
-		return teardown(s);
-	}
+		s->cons = dc_consumer_new(s->bpf, s->w, s->script, m2r, o->drain_threads, s->err,
+					  sizeof(s->err));
+	if (!s->w || !s->cons)
+		return consume_failed(s);
 	s->prof = dc_profile_new(s->bpf, s->w, s->script, s->interval_ns, s->t0, m2r);
 	if (!s->prof) {
-		fail("out of memory");
-		return teardown(s);
+		snprintf(s->err, sizeof(s->err), "out of memory");
+		return consume_failed(s);
 	}
 	dc_consumer_set_profile(s->cons, s->prof, s->interval_ns > 0);
 	dc_script_set_emitter(s->script, emit_record_cb, s->cons, s->child);
@@ -1232,6 +1262,8 @@ int dc_session_consume(const struct dc_opts *o, const struct dc_consume *c)
 	write_site_start(s, now_us());
 	if (dc_writer_flush(s->w))
 		cut(s, errno);
+	if (write(c->ctl, "started\n", 8) != 8)
+		return teardown(s);
 	start_loop(s);
 	uv_poll_init(&s->loop, &s->ctl_poll, c->ctl);
 	s->ctl_poll.data = s;

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "step.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -28,15 +29,20 @@
 #include "elfsym.h"
 #include "lua_api.h"
 #include "paths.h"
+#include "pinfile.h"
 #include "probeset.h"
 #include "reqwire.h"
 #include "session.h"
 #include "siteconf.h"
 #include "trust.h"
+#include "writer.h"
 
 #define STATUS_DIR "/run/datacrumbs"
 #define DECLARE_MAX (64u << 20)   /* a declare run's bytes: more is surely no script of ours */
 #define CONSUMER_ACK_MS 10000     /* the consumer answers "task" within this */
+#define CONSUMER_END_MS 20000     /* ... and "end" within this: less than the plugin's 30 s */
+#define DECLARE_MS 45000          /* the declare run: less than the plugin's 60 s for ready */
+#define DECLARE_SECS "45"
 
 /* The step's facts, from the command line the plugin gave (slurmstepd's, trusted). */
 struct step {
@@ -89,6 +95,40 @@ static int refuse(struct step *st)
 	fprintf(stderr, "datacrumbs: step %s.%s: %s\n", st->job, st->stepid, st->err);
 	say(st->ctl, "fail %s", st->err);
 	return DC_STEP_FAIL;
+}
+
+/* Closes every fd but 0-2 and `keep` (>= 3, or -1): nothing of root's (the plugin's
+ * socket, the signalfd, BPF objects) stays open where a user's script runs. */
+static void close_all_but(int keep)
+{
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		_exit(DC_STEP_FAIL); /* cannot know what is open: run nothing */
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		int fd = atoi(e->d_name);
+		if (e->d_name[0] != '.' && fd > 2 && fd != keep && fd != dirfd(d))
+			close(fd);
+	}
+	closedir(d);
+}
+
+/* Points fds 0-2 at `path` (NULL: /dev/null for all three), created as the current user
+ * (O_EXCL, O_NOFOLLOW, 0600) for 1 and 2; /dev/null when it cannot be. */
+static void stdio_to(const char *path)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int out = path ? open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)
+		       : -1;
+	if (null < 0)
+		_exit(DC_STEP_FAIL);
+	dup2(null, 0);
+	dup2(out >= 0 ? out : null, 1);
+	dup2(out >= 0 ? out : null, 2);
+	if (out > 2)
+		close(out);
+	if (null > 2)
+		close(null);
 }
 
 /* Becomes the job's user for good: its groups (initgroups(3)), gid, uid, all three of
@@ -169,6 +209,9 @@ static void declare(struct step *st, int fd)
 	char exe[PATH_MAX], err[PATH_MAX + 1024];
 	struct dc_wire w = { 0 };
 	uv_loop_t loop;
+	close_all_but(fd); /* the script must not reach the plugin's socket (it could speak
+			      for us) nor any other fd of root's */
+	stdio_to(NULL);
 	int e = become_user(st);
 	if (e) {
 		snprintf(err, sizeof(err), "cannot become user %s (uid %u) in %s: %s", st->user,
@@ -260,7 +303,7 @@ static int allow_layer(const char *path, void *arg, char *real, size_t reallen, 
 
 /* Runs the declare child and reads what it made of the script into st->reqs. 0, or -1
  * with err (the script's own error, as the user would see it). */
-static int run_declare(struct step *st)
+static int run_declare(struct step *st, int sigfd)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC)) {
@@ -280,7 +323,34 @@ static int run_declare(struct step *st)
 	size_t len = 0, cap = 1 << 16;
 	char *buf = malloc(cap);
 	ssize_t k;
-	while (buf && (k = read(p[0], buf + len, cap - len)) != 0) {
+	const char *cut = NULL;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (buf) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		long left = DECLARE_MS - ((t.tv_sec - t0.tv_sec) * 1000 +
+					  (t.tv_nsec - t0.tv_nsec) / 1000000);
+		struct pollfd pf[3] = { { p[0], POLLIN, 0 }, { st->ctl, POLLRDHUP, 0 },
+					{ sigfd, POLLIN, 0 } };
+		if (left <= 0) {
+			cut = "the script's declare run did not end within " DECLARE_SECS " s";
+			break;
+		}
+		if (poll(pf, 3, (int)left) < 0 && errno != EINTR)
+			break;
+		if (pf[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+			cut = "the plugin went away during the script's declare run";
+			break;
+		}
+		if (pf[2].revents) {
+			cut = "a signal ended the tracer during the script's declare run";
+			break;
+		}
+		if (!pf[0].revents)
+			continue;
+		k = read(p[0], buf + len, cap - len);
+		if (k == 0)
+			break;
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0)
@@ -297,11 +367,15 @@ static int run_declare(struct step *st)
 		}
 	}
 	close(p[0]);
+	if (cut)
+		kill(pid, SIGKILL);
 	int status;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	int rc = -1;
-	if (!buf || len == 0) {
+	if (cut) {
+		snprintf(st->err, sizeof(st->err), "%s", cut);
+	} else if (!buf || len == 0) {
 		snprintf(st->err, sizeof(st->err), "the script's declare run (as %s) ended with "
 			 "status %d and said nothing", st->user, WIFEXITED(status)
 			 ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
@@ -317,30 +391,17 @@ static int run_declare(struct step *st)
 	return rc;
 }
 
-/* May the job's user read `path`? Root's effective ids become the user's for the check
- * (faccessat(2) AT_EACCESS), then root's again. 1 yes, 0 no. */
-static int user_can_read(const struct step *st, const char *path)
-{
-	gid_t groups[256];
-	int ng = sizeof(groups) / sizeof(groups[0]);
-	if (getgrouplist(st->user, st->gid, groups, &ng) < 0)
-		ng = 0;
-	int ok = setgroups((size_t)ng, groups) == 0 && setegid(st->gid) == 0 &&
-		 seteuid(st->uid) == 0 && faccessat(AT_FDCWD, path, R_OK, AT_EACCESS) == 0;
-	if (seteuid(0) || setegid(0) || setgroups(0, NULL))
-		abort(); /* root cannot become root again: nothing safe is left to do */
-	return ok;
-}
-
-/* Opens the BPF side, resolves the requests in the step's program (as root, in files
- * the user can read: checked per file before anything is attached), and attaches.
- * 0, or -1 with err. */
+/* Opens the BPF side, resolves the requests in the step's program and attaches. Every
+ * ELF file is opened once, with the user's file rights, and read and attached only
+ * through that open file (core/pinfile.h): a file the user cannot read fails as it would
+ * for them, before root reads a byte of it, and a path the user swaps meanwhile changes
+ * nothing. 0, or -1 with err. */
 static int attach(struct step *st, uint64_t t0)
 {
 	struct dc_wire_reqs *r = &st->reqs;
 	uint64_t interval = r->mode == DC_MODE_PROFILE ? (r->interval_ns ? r->interval_ns
 							 : 1000000000ULL) : 0;
-	st->bpf = dc_bpf_open(16u << 20, interval, t0, 1, st->err, sizeof(st->err));
+	st->bpf = dc_bpf_open(16u << 20, 0, interval, t0, 1, st->err, sizeof(st->err));
 	if (!st->bpf)
 		return -1;
 	if (st->ldpath)
@@ -348,8 +409,14 @@ static int attach(struct step *st, uint64_t t0)
 	else
 		unsetenv("LD_LIBRARY_PATH");
 	int bad = 0;
-	if (!user_can_read(st, r->exe)) {
-		snprintf(st->err, sizeof(st->err), "%s: not readable by %s", r->exe, st->user);
+	char pinned[64];
+	if (dc_pin_enable(st->uid, st->gid, st->user)) {
+		snprintf(st->err, sizeof(st->err), "the groups of %s: %s", st->user, strerror(errno));
+		return -1;
+	}
+	if (!dc_pin(r->exe, pinned, sizeof(pinned))) {
+		snprintf(st->err, sizeof(st->err), "%s: %s (as %s)", r->exe, strerror(errno),
+			 st->user);
 		return -1;
 	}
 	st->nprobes = dc_probeset_add(st->bpf, r->reqs, r->nreqs, r->exe, NULL, 0, &bad,
@@ -365,9 +432,9 @@ static int attach(struct step *st, uint64_t t0)
 		if (lib[0] != '/' || !strcmp(lib, last))
 			continue;
 		last = lib;
-		if (!user_can_read(st, lib)) {
-			snprintf(st->err, sizeof(st->err), "%s: refused: %s cannot read it (users "
-				 "probe only files they can read)", lib, st->user);
+		if (!dc_pin(lib, pinned, sizeof(pinned))) { /* resolution opened it: as the user */
+			snprintf(st->err, sizeof(st->err), "%s: %s (as %s: users probe only files "
+				 "they can read)", lib, strerror(errno), st->user);
 			return -1;
 		}
 	}
@@ -396,15 +463,22 @@ static int start_consumer(struct step *st, uint64_t t0)
 		return -1;
 	}
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
 		int e = dc_bpf_consumer_only(st->bpf, sv[1]) ? errno : become_user(st);
+		/* after the change of user, which clears it (prctl(2) PR_SET_PDEATHSIG) */
+		if (!e && (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) || getppid() != own))
+			e = ESRCH;
 		if (e) {
-			fprintf(stderr, "datacrumbs: step %s.%s: consumer: %s\n", st->job, st->stepid,
-				strerror(e));
+			say(sv[1], "fail the consumer could not start: %s", strerror(e));
 			_exit(DC_STEP_FAIL);
 		}
+		/* the script's output and ours go to the user's log beside the trace, not to
+		 * the plugin (slurmd's log) */
+		char log[PATH_MAX];
+		snprintf(log, sizeof(log), "%.*s.log", (int)(strlen(st->trace) - 7), st->trace);
+		stdio_to(log);
 		struct dc_opts o = { .script = st->script, .script_args = st->script_argv + 1,
 				     .compress = 1, .flush_ms = 1000, .quiet = 0, .no_status = 1,
+				     .drain_threads = -1,
 				     .output = st->trace };
 		struct dc_consume c = { .bpf = st->bpf, .ctl = sv[1], .trace_path = st->trace,
 					.job = st->job, .step = st->stepid, .node = st->node,
@@ -416,22 +490,39 @@ static int start_consumer(struct step *st, uint64_t t0)
 	close(sv[1]);
 	st->cons_pid = pid;
 	st->cons_fd = sv[0];
-	return 0;
+	/* it says "started" once the trace file exists and its start record is written, or
+	 * "fail REASON" */
+	char line[PATH_MAX + 1100];
+	size_t n = 0;
+	struct pollfd pf = { sv[0], POLLIN, 0 };
+	while (n < sizeof(line) - 1 && poll(&pf, 1, CONSUMER_ACK_MS) > 0) {
+		ssize_t k = read(sv[0], line + n, 1);
+		if (k <= 0 || line[n] == '\n')
+			break;
+		n++;
+	}
+	line[n] = 0;
+	if (!strcmp(line, "started"))
+		return 0;
+	snprintf(st->err, sizeof(st->err), "%.4000s", !strncmp(line, "fail ", 5) ? line + 5
+		 : "the trace's consumer did not start");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(sv[0]);
+	st->cons_pid = 0;
+	st->cons_fd = -1;
+	return -1;
 }
 
-/* s as a JSON string's contents (RFC 8259 section 7): quote, backslash and controls
- * escaped; a user's path or name cannot add fields to the status file. */
+/* s as a JSON string's contents, escaped as the trace's strings are (writer.h
+ * dc_json_escape: quote, backslash, controls, bytes not UTF-8 as \ufffd): a user's path or
+ * name cannot add fields to the status file, nor make it unreadable. */
 static void json_str(FILE *f, const char *s)
 {
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
+	char buf[6 * PATH_MAX + 8];
+	long n = dc_json_escape(buf, sizeof(buf), s, strlen(s));
+	if (n > 0)
+		fwrite(buf, 1, (size_t)n, f);
 }
 
 /* Writes the status file `datacrumbs status` lists (temp file + rename: readers never
@@ -582,9 +673,13 @@ static int serve(struct step *st, int sigfd)
 		}
 		if (p[1].revents) {
 			int k = read_consumer(st, cbuf, &clen, sizeof(cbuf), done, sizeof(done));
-			if (k < 0 || k == 'd') {
-				fprintf(stderr, "datacrumbs: step %s.%s: the consumer ended early\n",
-					st->job, st->stepid);
+			if (k == 'd') { /* a "done" before our "end" is no done: ignored */
+				fprintf(stderr, "datacrumbs: step %s.%s: the consumer said done "
+					"before the end: ignored\n", st->job, st->stepid);
+				done[0] = 0;
+			} else if (k < 0) {
+				fprintf(stderr, "datacrumbs: step %s.%s: the consumer ended early: the "
+					"trace is cut\n", st->job, st->stepid);
 				ending = 2;
 			}
 		}
@@ -621,7 +716,7 @@ static int serve(struct step *st, int sigfd)
 		write_status(st);
 	}
 	if (ending != 2 && (say(st->cons_fd, "end") ||
-			    !wait_consumer(st, 'd', 60000, cbuf, &clen, sizeof(cbuf), done,
+			    !wait_consumer(st, 'd', CONSUMER_END_MS, cbuf, &clen, sizeof(cbuf), done,
 					   sizeof(done)))) {
 		fprintf(stderr, "datacrumbs: step %s.%s: the consumer did not finish the trace "
 			"(a script callback that never returns?): killed\n", st->job, st->stepid);
@@ -635,8 +730,17 @@ static int serve(struct step *st, int sigfd)
 		;
 	if (st->status[0])
 		unlink(st->status);
-	int ok = done[0] && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-	say(st->ctl, "%s", done[0] ? done : "done 0 0 -");
+	/* the consumer is the user's: believe its "done" only as far as root can check it:
+	 * after our "end", a clean exit, and the trace root named */
+	unsigned long long ev, lo;
+	int at = 0;
+	int ok = done[0] && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+		 sscanf(done, "done %llu %llu %n", &ev, &lo, &at) == 2 && at > 0 &&
+		 !strcmp(done + at, st->trace);
+	if (ok)
+		say(st->ctl, "done %llu %llu %s", ev, st->lost, st->trace);
+	else
+		say(st->ctl, "done 0 %llu -", st->lost);
 	return ok ? 0 : DC_STEP_FAIL;
 }
 
@@ -654,6 +758,15 @@ int dc_step_main(int argc, char **argv)
 {
 	struct step S = { .ctl = -1, .cons_fd = -1, .status_dir = STATUS_DIR }, *st = &S;
 	long uid = -1, gid = -1;
+	/* first: a SIGTERM from now on ends the step in order (its trace finished) */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	int sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -722,18 +835,10 @@ int dc_step_main(int argc, char **argv)
 	snprintf(st->trace, sizeof(st->trace), "%s/%s.%s-%s.pfw.gz",
 		 st->output ? st->output : st->cwd, st->job, st->stepid, st->node);
 
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	int sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	uint64_t t0 = (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
-	if (sigfd < 0 || run_declare(st) || attach(st, t0) || start_consumer(st, t0)) {
+	if (sigfd < 0 || run_declare(st, sigfd) || attach(st, t0) || start_consumer(st, t0)) {
 		int rc = refuse(st);
 		dc_bpf_close(st->bpf);
 		dc_wire_reqs_free(&st->reqs);

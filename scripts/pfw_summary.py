@@ -4,7 +4,15 @@ upstream's, complete or cut): calls, bytes and time per function, per file and p
 process (MPI ranks by their "Rank N" names).
 
 usage: pfw_summary.py [--top N] TRACE...
-  --top N   rows per table (default 10)
+       pfw_summary.py [--top N] DIR...            (a job: every trace in DIR)
+       pfw_summary.py [--top N] --job JOBID [DIR]  (JOBID.*-*.pfw.gz in DIR, default .)
+  --top N      rows per table (default 10)
+  --job JOBID  the traces of one job, one per job step and node as the site tracer names
+               them (<jobid>.<stepid>-<node>.pfw.gz); other jobs' files are left out
+A TRACE gets its own summary. A job (DIR, --job) gets one: job-wide totals (calls, bytes
+read, bytes written, time), a table per node (the trace's `node` record, else its host),
+per rank (the process's `rank` record; `-` for processes that are no rank; a process is
+known by its node and pid), and the function and file tables over all its traces.
 A call on two files (copy_file_range, sendfile, splice: `fhash2`) counts on both, its
 bytes read from one and written to the other. Bytes are the bytes moved (the rule of
 datacrumbs.analysis.moved_bytes): an MPI-IO call's `bytes` (from its MPI_Status),
@@ -18,48 +26,27 @@ events (profile mode) count as their `count` calls, `size_sum` bytes (asked) and
 time, in every table. A gzip member cut by a kill is skipped, as check_pfw.py --partial
 does. Standard library only."""
 import collections
-import json
 import os
 import sys
-import zlib
 
 # the datacrumbs package: beside this script once installed, ../python in the source tree
 _here = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [p for p in (_here, os.path.join(_here, "..", "python"))
                 if os.path.isdir(os.path.join(p, "datacrumbs"))]
-from datacrumbs.analysis import moved_bytes  # noqa: E402  (one rule for both tools)
+from datacrumbs import analysis  # noqa: E402  (one rule for both tools)
+from datacrumbs.analysis import moved_bytes  # noqa: E402
 
 
 def lines(path, state=None):
-    """Yields the JSON lines of a trace; reads every gzip member, tolerates a cut end.
-    state["closed"] is set when the trace ends with its "]"."""
-    raw = open(path, "rb").read()
-    if raw[:2] == b"\x1f\x8b":  # gzip members, whatever the file is called
-        chunks, pos = [], 0
-        while pos < len(raw):
-            d = zlib.decompressobj(31)
-            try:
-                data = d.decompress(raw[pos:])
-            except zlib.error:
-                break
-            if not d.eof:
-                break  # a member cut by a kill: what it holds is not trusted
-            chunks.append(data)
-            pos = len(raw) - len(d.unused_data)
-        raw = b"".join(chunks)
-    text = raw.decode("utf-8", "replace")
-    if state is not None:
-        state["closed"] = text.endswith("\n]")
-    for ln in text.split("\n"):
-        ln = ln.strip()
-        if ln.startswith("{"):
-            try:
-                yield json.loads(ln)
-            except ValueError:
-                pass  # a line cut by a kill
+    """Yields the JSON lines of a trace (datacrumbs.analysis.records: every complete gzip
+    member, a cut end tolerated); state["closed"] is set when it ends with its "]"."""
+    return analysis.records(path, state)
 
 
-def summarize(path, top):
+def collect(path, recs=None, closed=None):
+    """One trace's tables: (by_func, by_file, by_proc, pids, end, closed), each table
+    {key: [calls, bytes, time]}. recs: its records when already read (metadata first,
+    then events), closed whether it had its "]"; else the file is read."""
     files = {}
     by_func = collections.defaultdict(lambda: [0, 0, 0])
     by_file = collections.defaultdict(lambda: [0, 0, 0])
@@ -69,7 +56,11 @@ def summarize(path, top):
     io_ids = set()   # (pid, tid, id) of events on a file (upstream repeats ids per thread)
     rows = []        # (pid, tid, p_idx, function key, file, bytes, dur)
     state = {}
-    for e in lines(path, state):
+    if recs is None:
+        recs = lines(path, state)
+    else:
+        state["closed"] = closed
+    for e in recs:
         a = e.get("args", {})
         if e.get("ph") == "M" and e.get("name") == "FH":
             files[a.get("value")] = a.get("name")
@@ -108,20 +99,75 @@ def summarize(path, top):
             t[0] += n
             t[1] += moved
             t[2] += dur
+    if not state.get("closed") and not rows:
+        raise OSError(0, "not a trace, or nothing readable in it")
+    return by_func, by_file, by_proc, pids, end, state.get("closed")
+
+
+def print_table(title, table, top):
+    print("  %-40s %10s %14s %12s" % (title, "calls", "bytes", "time (us)"))
+    rows = sorted(table.items(), key=lambda kv: (-kv[1][2], kv[0]))
+    for k, (n, b, t) in rows[:top]:
+        k = k if len(k) <= 40 else "..." + k[-37:]
+        print("  %-40s %10d %14d %12d" % (k, n, b, t))
+    if len(rows) > top:
+        print("  ... %d more" % (len(rows) - top))
+
+
+def summarize(path, top):
+    by_func, by_file, by_proc, pids, end, closed = collect(path)
     print("%s: %d processes, %d calls%s%s" % (
         path, len(pids), sum(v[0] for v in by_func.values()),
         "" if end is None else ", %s lost" % end.get("lost", "?"),
-        "" if state.get("closed") else ", INCOMPLETE (no closing ']': the run was cut)"))
-    if not state.get("closed") and not rows:
-        raise OSError(0, "not a trace, or nothing readable in it")
+        "" if closed else ", INCOMPLETE (no closing ']': the run was cut)"))
     for title, table in (("function", by_func), ("file", by_file), ("process", by_proc)):
-        print("  %-40s %10s %14s %12s" % (title, "calls", "bytes", "time (us)"))
-        rows = sorted(table.items(), key=lambda kv: (-kv[1][2], kv[0]))
-        for k, (n, b, t) in rows[:top]:
-            k = k if len(k) <= 40 else "..." + k[-37:]
-            print("  %-40s %10d %14d %12d" % (k, n, b, t))
-        if len(rows) > top:
-            print("  ... %d more" % (len(rows) - top))
+        print_table(title, table, top)
+
+
+def job_summary(label, paths, top):
+    """One summary of a job's traces (paths): totals, per node, per rank (analysis.job_tables),
+    then the function and file tables summed over the traces."""
+    traces = [analysis.Trace(p) for p in paths]
+    for t in traces:
+        if not t.closed and not t.events:
+            raise OSError(0, "%s: not a trace, or nothing readable in it" % t.path)
+    total, nodes, procs = analysis.job_tables(traces)
+    lost = [t.end.get("lost") for t in traces if t.end and isinstance(t.end.get("lost"), int)]
+    cut = [os.path.basename(t.path) for t in traces if not t.closed]
+    ranks = {(k[0], p["rank"]) for k, p in procs.items() if p["rank"] is not None}
+    print("%s: %d traces, %d nodes, %d processes, %d ranks, %d calls, %s lost%s" % (
+        label, len(traces), len(nodes), len(procs), len(ranks), total[0],
+        sum(lost) if lost else "?",
+        ", INCOMPLETE (no closing ']': the run was cut): " + " ".join(cut) if cut else ""))
+    head = "%10s %14s %14s %12s" % ("calls", "bytes read", "bytes written", "time (us)")
+    fmt = "%10d %14d %14d %12d"
+    print("  %-40s %s" % ("job", head))
+    print("  %-40s %s" % ("total", fmt % tuple(total)))
+    print("  %-40s %s" % ("node", head))
+    for node in sorted(nodes)[:top]:
+        print("  %-40s %s" % (node if len(node) <= 40 else "..." + node[-37:],
+                              fmt % tuple(nodes[node])))
+    if len(nodes) > top:
+        print("  ... %d more" % (len(nodes) - top))
+    print("  %-6s %-24s %8s %s  %s" % ("rank", "node", "pid", head, "process"))
+    order = sorted(procs.items(), key=lambda kv: (kv[1]["rank"] is None, kv[1]["rank"] or 0,
+                                                  kv[0][0], kv[0][1], kv[0][2]))
+    for (node, _, pid), p in order[:top]:
+        node = node if len(node) <= 24 else "..." + node[-21:]
+        print("  %-6s %-24s %8s %s  %s" % ("-" if p["rank"] is None else p["rank"], node, pid,
+                                          fmt % tuple(p["figures"]), p["name"] or "-"))
+    if len(order) > top:
+        print("  ... %d more" % (len(order) - top))
+    by_func, by_file = {}, {}
+    for t in traces:
+        f, fl = collect(t.path, t.meta + t.events, t.closed)[:2]
+        for acc, table in ((by_func, f), (by_file, fl)):
+            for k, v in table.items():
+                a = acc.setdefault(k, [0, 0, 0])
+                for i in range(3):
+                    a[i] += v[i]
+    print_table("function", by_func, top)
+    print_table("file", by_file, top)
 
 
 def main(argv):
@@ -137,17 +183,55 @@ def main(argv):
             print("pfw_summary.py: --top needs a number", file=sys.stderr)
             return 2
         del argv[i:i + 2]
-    if not argv:
+    jobs = []  # (label, trace paths) of each job asked for
+    if "--job" in argv:
+        i = argv.index("--job")
+        if i + 1 >= len(argv) or not argv[i + 1].isdigit():
+            print("pfw_summary.py: --job needs a job id (digits)", file=sys.stderr)
+            return 2
+        job = argv[i + 1]
+        d = "."
+        if i + 2 < len(argv) and os.path.isdir(argv[i + 2]):
+            d = argv[i + 2]
+            del argv[i + 2]
+        del argv[i:i + 2]
+        try:
+            paths = analysis.job_files(job, d)
+        except OSError as e:
+            print("pfw_summary.py: %s: %s" % (d, e.strerror or e), file=sys.stderr)
+            return 1
+        if not paths:
+            print("pfw_summary.py: no trace of job %s (%s.*-*.pfw.gz) in %s" % (job, job, d),
+                  file=sys.stderr)
+            return 1
+        jobs.append(("job %s in %s" % (job, d), paths))
+    if not argv and not jobs:
         print(__doc__, file=sys.stderr)
         return 2
     rc = 0
     for p in argv:
+        if os.path.isdir(p):
+            paths = analysis.trace_files(p)
+            if not paths:
+                print("pfw_summary.py: %s: no trace (*.pfw, *.pfw.gz) in it" % p, file=sys.stderr)
+                rc = 1
+            else:
+                jobs.append(("%s" % p, paths))
+            continue
         try:
             summarize(p, top)
         except BrokenPipeError:
             raise
         except OSError as e:
             print("pfw_summary.py: %s: %s" % (p, e.strerror or e), file=sys.stderr)
+            rc = 1
+    for label, paths in jobs:
+        try:
+            job_summary(label, paths, top)
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            print("pfw_summary.py: %s: %s" % (label, e.strerror or e), file=sys.stderr)
             rc = 1
     return rc
 

@@ -126,7 +126,7 @@ def consumer_fds(cpid):
     t.equal(os.stat("/proc/%d/fd" % cpid).st_uid, 0, "consumer not dumpable")
     names = {m["id"]: m.get("name") for m in json.loads(subprocess.run(
         ["bpftool", "-j", "map", "show"], capture_output=True, text=True).stdout or "[]")}
-    kinds, maps = [], {}
+    kinds, maps = [], []
     for fd in os.listdir("/proc/%d/fd" % cpid):
         target = os.readlink("/proc/%d/fd/%s" % (cpid, fd))
         if target.startswith("anon_inode:bpf"):
@@ -134,10 +134,14 @@ def consumer_fds(cpid):
         info = dict(line.split(":", 1) for line in
                     open("/proc/%d/fdinfo/%s" % (cpid, fd)).read().splitlines() if ":" in line)
         if "map_id" in info:
-            maps[names.get(int(info["map_id"]))] = int(info["flags"], 8) & 3
-    t.equal(sorted(kinds), ["anon_inode:bpf-map"] * 4, "consumer's BPF fds: 4 maps only")
-    t.equal(maps, {"events": 2, "aggs": 2, "stats": 0, "traced": 0},
-            "consumer's maps, O_RDWR 2 / O_RDONLY 0")
+            maps.append((names.get(int(info["map_id"])), int(info["flags"], 8) & 3))
+    rings = [m for m in maps if m[0] == "dc_ring"]
+    t.check(len(rings) >= 1 and all(m[1] == 2 for m in rings),
+            "consumer's ring buffers (shards), O_RDWR: %r" % rings)
+    t.equal(sorted(m for m in maps if m[0] != "dc_ring"),
+            [("aggs", 2), ("stats", 0), ("traced", 0)],
+            "consumer's other maps, O_RDWR 2 / O_RDONLY 0")
+    t.equal(kinds, ["anon_inode:bpf-map"] * len(maps), "consumer's BPF fds: maps only")
 
 
 def links_of(pid):
@@ -190,6 +194,11 @@ for rank, blocks in ((0, 1), (1, 2)):
         t.equal(st["trace"], os.path.join(cwd, "41.0-n1.pfw.gz"), "status file's trace")
         t.check(st["consumer_pid"] > 0 and st["tracer_pid"] == s.p.pid, "status pids %r" % st)
         consumer_fds(st["consumer_pid"])
+        # `datacrumbs status` lists the step, live
+        r = t.run_dc(["status", "--dir", statusd, "--json"])
+        rows = json.loads(r.stdout) if r.returncode == 0 else []
+        t.equal([(x["job"], x["step"], x["user"], x["tasks"], x["stale"]) for x in rows],
+                [("41", "0", "nobody", [pid], False)], "datacrumbs status (%s)" % r.stderr)
 os.waitpid(other, 0)
 s.send("end")
 done = s.line().split()
@@ -285,6 +294,9 @@ user_fails(d, "yaml.lua", 'dc.probe "%s"\n' % os.path.join(d, "my.yaml"),
            ["yaml.lua:2:", "site mode loads descriptions only from"],
            "own probe description refused")
 user_fails(d, "bad.lua", "dc.probe(\n", ["bad.lua:"], "syntax error")
+# no fd of root's is adopted by number and passed on (luv's pipe:open, write2)
+user_fails(d, "adopt.lua", 'dc.probe "posix"\nrequire("luv").new_pipe(false):open(3)\n',
+           ["adopt.lua:3:", "pipe:open is not available"], "an fd adopted by number")
 # the program not found, a bad site.conf, one others can write
 refused("noexe", ["io_posix.lua"], "no_such_program_here", exe="no_such_program_here")
 bad = site_conf(t.workdir("step_site_bad"), "scripts = /usr/share\nuser_script = yes\n")
@@ -292,6 +304,102 @@ refused("badconf", ["io_posix.lua"], "site.conf:2: unknown key 'user_script'", s
 loose = site_conf(t.workdir("step_site_loose"), "user_scripts = yes\n")
 os.chmod(loose, 0o666)
 refused("looseconf", ["io_posix.lua"], "site.conf", site=loose)
+
+# --- what the user's script can reach: the declare run holds no fd of root's; a consumer
+# that forges "done" to root is not believed before the end; the step's real end is said
+d = user_dir("step_reach")
+user_script(d, "reach.lua", """local dc = require "datacrumbs"
+local uv = require "luv"
+dc.probe "posix"
+local mine, sock = {}, nil
+for fd = 0, 64 do
+  local l = uv.fs_readlink("/proc/self/fd/" .. fd)
+  if l then mine[#mine + 1] = fd .. " " .. l end
+  if l and l:match("^socket:") then sock = fd end
+end
+local f = assert(io.open("fds." .. uv.os_getpid(), "w"))
+f:write(table.concat(mine, "\\n"), "\\n")
+f:close()
+if sock then
+  local t = uv.new_timer()
+  t:start(1, 0, function() uv.fs_write(sock, "done 7 0 /forged\\nevents 99\\n") end)
+end
+""")
+s = Step(d, ["./reach.lua"], site=open_site)
+t.check(s.line().startswith("ready "), "reach: ready")
+pid, answer, code = run_task(s, d, ["/usr/bin/dd", "if=/dev/zero", "of=x.out", "bs=100",
+                                    "count=3", "status=none"], 0)
+t.equal(answer, "ok", "reach: task answered after a forged done")
+s.send("end")
+done = s.line().split()
+rc, err = s.wait()
+trace = os.path.join(d, "41.0-n1.pfw.gz")
+t.equal((rc, done[0], done[3:]), (0, "done", [trace]), "reach: the real done (%s)" % err)
+t.check_pfw(trace)
+ev = read(trace)
+fh = {e["args"]["name"]: e["args"]["value"] for e in ev if e.get("name") == "FH"}
+t.equal([e["args"]["ret"] for e in writes_of(ev, pid, fh.get(os.path.join(d, "x.out")))],
+        [100] * 3, "reach: the task traced to its end")
+lists = {}
+for name in os.listdir(d):
+    if name.startswith("fds."):
+        lists[name] = open(os.path.join(d, name)).read().split("\n")
+declare = [v for v in lists.values() if not any("bpf-map" in x for x in v)]
+t.equal(len(lists), 2, "reach: the script ran twice (declare, consumer)")
+t.equal(len(declare), 1, "reach: one run held no BPF map (the declare run)")
+for v in declare:
+    t.equal([x for x in v if "socket:" in x or "bpf" in x or "signalfd" in x], [],
+            "reach: the declare run holds no socket, BPF object or signalfd of root's")
+
+# --- root killed (SIGKILL) mid-step: its consumer finishes the trace and exits ----------
+d = user_dir("step_rootkill")
+statusd2 = t.workdir("step_status2")
+s = Step(d, ["io_posix.lua"], status_dir=statusd2)
+t.check(s.line().startswith("ready "), "rootkill: ready")
+held = links_of(s.p.pid)
+pid, answer, code = run_task(s, d, ["/usr/bin/dd", "if=/dev/zero", "of=x.out", "bs=10",
+                                    "count=4", "status=none"], 0)
+cpid = json.load(open(os.path.join(statusd2, "41.0-n1.json")))["consumer_pid"]
+pfd = os.pidfd_open(cpid)
+s.p.kill()
+s.wait()
+import select  # noqa: E402
+t.check(select.select([pfd], [], [], 30)[0] == [pfd], "rootkill: the consumer ended")
+os.close(pfd)
+trace = os.path.join(d, "41.0-n1.pfw.gz")
+t.check_pfw(trace)
+ev = read(trace)
+fh = {e["args"]["name"]: e["args"]["value"] for e in ev if e.get("name") == "FH"}
+t.equal([e["args"]["ret"] for e in writes_of(ev, pid, fh.get(os.path.join(d, "x.out")))],
+        [10] * 4, "rootkill: the task's writes")
+t.equal(len([e for e in ev if e.get("name") == "end"]), 1, "rootkill: end record")
+none_left(held, "rootkill")
+
+# --- the plugin goes away, or SIGTERM comes, while the declare run still runs ------------
+d = user_dir("step_slowdeclare")
+# the declare run says it runs through a FIFO (the test waits on it: no sleep), then sleeps
+user_script(d, "slow.lua", 'local dc = require "datacrumbs"\ndc.probe "posix"\n'
+            'local f = assert(io.open("sync.fifo", "w"))\nf:write("x")\nf:close()\n'
+            'require("luv").sleep(600000)\n')
+fifo = os.path.join(d, "sync.fifo")
+os.mkfifo(fifo)
+os.chown(fifo, NOBODY.pw_uid, NOBODY.pw_gid)
+for how in ("eof", "sigterm"):
+    s = Step(d, ["./slow.lua"], site=open_site)
+    with open(fifo, "rb") as f:
+        t.equal(f.read(1), b"x", "slow declare, %s: it runs" % how)
+    if how == "eof":
+        s.f.close()
+        s.sock.close()
+    else:
+        s.p.send_signal(signal.SIGTERM)
+    try:
+        rc, err = s.wait()
+    except subprocess.TimeoutExpired:
+        s.p.kill()
+        rc, err = None, "still running after 120 s"
+    t.equal(rc, 125, "slow declare, %s: the tracer gives up (%s)" % (how, err.strip()))
+    t.check(not [x for x in os.listdir(d) if x.endswith(".pfw.gz")], "slow declare: no trace")
 
 # --- the plugin's socket closes without "end" (slurmstepd gone), and SIGTERM mid-step ---
 for how in ("eof", "sigterm"):

@@ -22,8 +22,12 @@ strict JSON document {"traceEvents": [...], "displayTimeUnit": "ms", "otherData"
   ("write /path/x"), the args keep count, dur_*, size_*;
 - the tracer's start and end records stay as events (dur 0), their figures (num_events,
   lost, dropped, ...) are also in otherData, with the host and the command line.
-Several traces go into one document (pids of different hosts are not told apart: one
-job's traces). Output to stdout without -o. Standard library only."""
+Several traces go into one document (one job's traces, one per node and job step). A
+trace whose pids or tids were already used by an earlier trace of the document (the same
+pid on two nodes) gets new ones, from PID_BASE up (above any Linux pid: pid_max is at most
+2^22, proc(5)), for all its processes and threads; when the traces have more than one
+node, each process is labelled with its node and its own pid ("n4 pid 3895", process_labels).
+Output to stdout without -o. Standard library only."""
 import json
 import os
 import sys
@@ -32,6 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from datacrumbs import analysis  # noqa: E402
 
 NUMERIC = (int, float)
+PID_BASE = 1 << 22  # PID_MAX_LIMIT (include/linux/threads.h): no real pid is this high
 
 
 def clamped_ends(events):
@@ -117,11 +122,43 @@ def exact_nesting(xs):
     xs.sort(key=lambda e: (e["ts"], -e["dur"]))
 
 
+def ids_of(t):
+    """Every pid and tid a trace's records name."""
+    ids = set()
+    for e in t.meta + t.events + [r for r in (t.start, t.end) if r]:
+        for k in ("pid", "tid"):
+            if isinstance(e.get(k), int):
+                ids.add(e[k])
+    return ids
+
+
+def id_maps(traces):
+    """Per trace, {pid or tid: the one in the document}: the identity, or, for a trace that
+    shares a pid or tid with an earlier one, new ids from PID_BASE up for all of its ids."""
+    used, maps, nxt = set(), [], PID_BASE
+    for t in traces:
+        ids = ids_of(t)
+        if ids & used:
+            m = {}
+            for i in sorted(ids):
+                m[i] = nxt
+                nxt += 1
+        else:
+            m = {i: i for i in ids}
+        used |= set(m.values())
+        maps.append(m)
+    return maps
+
+
 def convert(paths):
     """The Chrome trace document (a dict) of the traces at `paths`."""
     out, other = [], {"source": "datacrumbs", "traces": []}
-    for path in analysis.trace_files(paths):
-        t = analysis.Trace(path)
+    traces = [analysis.Trace(p) for p in analysis.trace_files(paths)]
+    maps = id_maps(traces)
+    several = len({t.node for t in traces}) > 1
+    for t, idmap in zip(traces, maps):
+        path = t.path
+        first = len(out)
         info = {"file": path, "complete": t.closed, "hosts": sorted(set(t.hosts.values()))}
         for rec, key in ((t.start, "start"), (t.end, "end")):
             if rec is not None:
@@ -143,8 +180,14 @@ def convert(paths):
         for pid, rank in sorted(t.ranks.items()):
             out.append({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": pid,
                         "args": {"sort_index": rank}})
-            out.append({"name": "process_labels", "ph": "M", "pid": pid, "tid": pid,
-                        "args": {"labels": "rank %d" % rank}})
+        pids = sorted({e.get("pid") for e in t.meta + t.events if isinstance(e.get("pid"), int)}
+                      | set(t.ranks))
+        for pid in pids:
+            labels = (["rank %d" % t.ranks[pid]] if pid in t.ranks else []) + (
+                ["%s pid %d" % (t.node or "-", pid)] if several else [])
+            if labels:
+                out.append({"name": "process_labels", "ph": "M", "pid": pid, "tid": pid,
+                            "args": {"labels": ", ".join(labels)}})
         for tag, rec in (("start", t.start), ("end", t.end)):
             if rec is not None:
                 out.append({"name": tag, "cat": "datacrumbs", "ph": "X", "pid": rec["pid"],
@@ -177,6 +220,10 @@ def convert(paths):
             if "id" in e:
                 ev["id"] = e["id"]
             out.append(ev)
+        for e in out[first:]:  # this trace's records: its pids and tids in the document
+            for k in ("pid", "tid"):
+                if e.get(k) in idmap:
+                    e[k] = idmap[e[k]]
     xs = [e for e in out if e["ph"] == "X"]
     origin = min([e["ts"] for e in out if isinstance(e.get("ts"), int)] or [0])
     other["ts_origin_us"] = origin

@@ -28,15 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from datacrumbs import analysis, chrome  # noqa: E402
 
 CHROME_MAX = 64 << 20
-READS = ("read", "pread", "pread64", "readv", "preadv", "fread", "fgets", "getline",
-         "sys_read", "sys_pread64", "sys_readv", "sys_preadv", "vfs_read",
-         "MPI_File_read", "MPI_File_read_at", "MPI_File_read_all", "MPI_File_read_at_all",
-         "MPI_File_iread", "MPI_File_iread_at", "__read", "__libc_read", "__pread64")
-WRITES = ("write", "pwrite", "pwrite64", "writev", "pwritev", "fwrite", "fputs", "fprintf",
-          "sys_write", "sys_pwrite64", "sys_writev", "sys_pwritev", "vfs_write",
-          "MPI_File_write", "MPI_File_write_at", "MPI_File_write_all",
-          "MPI_File_write_at_all", "MPI_File_iwrite", "MPI_File_iwrite_at", "__write",
-          "__libc_write", "__pwrite64")
+READS, WRITES = analysis.READS, analysis.WRITES  # the calls that read, write
 
 
 def esc(s):
@@ -208,16 +200,38 @@ def file_section(df, top=50):
 
 
 def process_section(df, traces):
-    names = {}
-    for t in traces:
-        names.update(t.proc_names)
+    """Per process, known by (trace, pid): pids of two nodes' (or two runs') traces may be
+    equal. A process's label is "PID NAME", with "@NODE" when the traces have several nodes."""
+    names = {(t.path, p): n for t in traces for p, n in t.proc_names.items()}
+    nodes = {t.path: t.node or "-" for t in traces}
+    several = len(set(nodes.values())) > 1
     t = df[df["top"]]
-    g = t.groupby("pid").agg(calls=("calls", "sum"), bytes=("size", "sum"),
-                             time=("dur", "sum")).reset_index()
+    g = t.groupby(["trace", "pid"]).agg(calls=("calls", "sum"), bytes=("size", "sum"),
+                                        time=("dur", "sum")).reset_index()
     g = g.sort_values(["time", "pid"], ascending=[False, True])
-    rows = [["%d %s" % (r.pid, names.get(r.pid, "")), int(r.calls), int(r.bytes), int(r.time)]
-            for r in g.itertuples()]
+    rows = [["%d %s%s" % (r.pid, names.get((r.trace, r.pid), ""),
+                          " @" + nodes[r.trace] if several else ""),
+             int(r.calls), int(r.bytes), int(r.time)] for r in g.itertuples()]
     return table("processes", ["process", "calls", "bytes", "time (us)"], rows)
+
+
+def node_rank_section(traces, top=200):
+    """The job's per-node and per-rank tables (analysis.job_tables: calls, bytes read and
+    written, time), shown when the traces have more than one node or an MPI rank."""
+    total, nodes, procs = analysis.job_tables(traces)
+    if len(nodes) < 2 and not any(p["rank"] is not None for p in procs.values()):
+        return ""
+    head = ["calls", "bytes read", "bytes written", "time (us)"]
+    h = table("nodes", ["node"] + head, [[n] + nodes[n] for n in sorted(nodes)])
+    order = sorted(procs.items(), key=lambda kv: (kv[1]["rank"] is None, kv[1]["rank"] or 0,
+                                                  kv[0][0], kv[0][2]))
+    rows = [["-" if p["rank"] is None else str(p["rank"]), node, str(pid), p["name"] or "-"] +
+            p["figures"] for (node, _, pid), p in order[:top]]
+    more = "" if len(order) <= top else "<p>... %d more processes</p>" % (len(order) - top)
+    return ("<h2>Per node and rank</h2>" + h +
+            table("ranks", ["rank", "node", "pid", "process"] + head, rows, numeric_from=4) +
+            more + '<p class="note">A process is known by its node and pid; "-": not an '
+            'MPI rank.</p>')
 
 
 def size_section(df):
@@ -268,22 +282,20 @@ def time_section(df, traces, bins=100):
         return "<p>No events.</p>"
     t0, t1 = int(df["ts"].min()), int(max(df["te"].max(), df["ts"].max() + 1))
     width = max(1, (t1 - t0 + bins - 1) // bins)
-    names = {}
-    for tr in traces:
-        names.update(tr.proc_names)
-    pids = sorted(t["pid"].unique(), key=lambda p: (names.get(p, ""), p))
+    names = {(tr.path, p): n for tr in traces for p, n in tr.proc_names.items()}
+    pids = sorted(set(zip(t["trace"], t["pid"])), key=lambda p: (names.get(p, ""), p[1], p[0]))
     heat = np.zeros((len(pids), bins))
     bw = np.zeros(bins)
     row = {p: i for i, p in enumerate(pids)}
-    for pid, ts, dur, size in zip(t["pid"], t["ts"], t["dur"], t["size"]):
+    for tr, pid, ts, dur, size in zip(t["trace"], t["pid"], t["ts"], t["dur"], t["size"]):
         b = min(bins - 1, (ts + dur // 2 - t0) // width)
-        heat[row[pid], b] += dur
+        heat[row[(tr, pid)], b] += dur
         bw[b] += size
     fig, ax = plt.subplots(figsize=(11, 0.35 * len(pids) + 1.2))
     im = ax.imshow(heat, aspect="auto", cmap="viridis", interpolation="nearest",
                    extent=[0, (t1 - t0) / 1e6, len(pids), 0])
     ax.set_yticks([i + 0.5 for i in range(len(pids))],
-                  ["%s %d" % (names.get(p, ""), p) for p in pids], fontsize=7)
+                  ["%s %d" % (names.get(p, ""), p[1]) for p in pids], fontsize=7)
     ax.set_xlabel("seconds since the first event")
     fig.colorbar(im, ax=ax, label="I/O time (us) per bin")
     h = png(fig)
@@ -338,6 +350,7 @@ def report(paths, out, embed_chrome=True):
         "<h2>Per function</h2>", function_section(df),
         "<h2>Per file</h2>", file_section(df),
         "<h2>Per process</h2>", process_section(df, traces),
+        node_rank_section(traces),
         "<h2>Access sizes</h2>", size_section(df),
         "<h2>I/O over time</h2>", time_section(df, traces),
         "<h2>Chrome trace format</h2>",

@@ -1,0 +1,392 @@
+/* shards.c: the readers of the sharded ring buffers: drain threads copy records out of the
+ * CPU groups' ring buffers into queues, and one merge by `sent` time hands them on in order. */
+#include "shards.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/bpf.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+
+#include "util.h"
+#include "../bpf/datacrumbs.h"
+
+/* How long a drain thread sleeps between reads when BPF has not woken it (it wakes it once
+ * an eighth of a ring buffer waits, bpf/common.bpf.h submit_flags), and when its queue is
+ * full (the consumer lags: the ring buffer then fills and BPF counts what it loses). */
+#define DC_THREAD_MS 10
+#define DC_FULL_NS 1000000L
+
+/* A queued record: its merge key, its size, then its bytes, padded to 8. */
+struct qhead {
+	uint64_t key;
+	uint32_t size;
+	uint32_t pad;
+};
+
+struct queue {
+	char *buf;
+	size_t off, len, cap; /* bytes [off, len) are queued records */
+};
+
+struct shard {
+	pthread_mutex_t mu;       /* the ring's consumer position and `in` */
+	int fd;
+	size_t size, mask;
+	_Atomic unsigned long *cons_pos; /* our page, read-write */
+	const _Atomic unsigned long *prod_pos;
+	const char *data;         /* mapped twice in a row: a record never wraps */
+	struct queue in;          /* filled by the drain thread or the merge (under mu) */
+	struct queue pend;        /* the merge's own (no lock): taken, not yet handed on */
+	size_t cap;               /* `in` stops growing here: the ring buffer then fills */
+};
+
+struct dc_shards {
+	struct shard *s;
+	unsigned n, nthreads;
+	pthread_t *threads;
+	int *epfds;               /* one per drain thread */
+	int notify;               /* eventfd: a drain thread has queued much (the fd polled) */
+	int stop;                 /* eventfd: the drain threads end */
+	int epall;                /* without drain threads: every ring buffer's, polled */
+	size_t notify_bytes;
+	int started;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+/* Makes room for `more` bytes at the end of q (drops what was handed on before it). */
+static void q_room(struct queue *q, size_t more)
+{
+	if (q->off && q->off == q->len)
+		q->off = q->len = 0;
+	if (q->len + more <= q->cap)
+		return;
+	if (q->off) {
+		memmove(q->buf, q->buf + q->off, q->len - q->off);
+		q->len -= q->off;
+		q->off = 0;
+		if (q->len + more <= q->cap)
+			return;
+	}
+	size_t cap = q->cap ? q->cap : 1 << 16;
+	while (cap < q->len + more)
+		cap *= 2;
+	char *b = realloc(q->buf, cap);
+	if (!b)
+		dc_oom();
+	q->buf = b;
+	q->cap = cap;
+}
+
+/* Copies the records waiting in shard s's ring buffer into s->in, until it holds s->cap
+ * bytes (the rest stays in the ring). The layout and the memory order are the kernel's
+ * (kernel/bpf/ringbuf.c: 8-byte headers, len with the busy and discard bits, records
+ * rounded up to 8). Returns 1 when records were left for want of room, else 0. Caller
+ * holds s->mu. */
+static int read_ring(struct shard *s)
+{
+	unsigned long cons = atomic_load_explicit(s->cons_pos, memory_order_relaxed);
+	unsigned long prod = atomic_load_explicit(s->prod_pos, memory_order_acquire);
+	int full = 0;
+	while (cons < prod) {
+		const _Atomic uint32_t *lenp = (const void *)(s->data + (cons & s->mask));
+		uint32_t len = atomic_load_explicit(lenp, memory_order_acquire);
+		if (len & BPF_RINGBUF_BUSY_BIT)
+			break; /* reserved, not yet submitted: the records after it wait too */
+		uint32_t n = len & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT);
+		if (!(len & BPF_RINGBUF_DISCARD_BIT)) {
+			size_t need = sizeof(struct qhead) + ((n + 7) & ~7U);
+			if (s->in.len - s->in.off + need > s->cap) {
+				full = 1;
+				break;
+			}
+			q_room(&s->in, need);
+			const char *rec = (const char *)lenp + BPF_RINGBUF_HDR_SZ;
+			struct qhead *h = (void *)(s->in.buf + s->in.len);
+			h->key = 0;
+			if (n >= sizeof(struct dc_event))
+				memcpy(&h->key, rec + offsetof(struct dc_event, sent), sizeof(h->key));
+			h->size = n;
+			h->pad = 0;
+			memcpy(h + 1, rec, n);
+			s->in.len += need;
+		}
+		cons += (n + BPF_RINGBUF_HDR_SZ + 7) & ~7UL;
+		if (cons >= prod) /* caught up: see what came meanwhile */
+			prod = atomic_load_explicit(s->prod_pos, memory_order_acquire);
+		atomic_store_explicit(s->cons_pos, cons, memory_order_release);
+	}
+	return full;
+}
+
+/* Moves s->in's records behind s->pend's. Caller holds s->mu. */
+static void take(struct shard *s)
+{
+	size_t n = s->in.len - s->in.off;
+	if (!n)
+		return;
+	if (s->pend.off == s->pend.len) { /* nothing waits in pend: trade buffers, no copy */
+		struct queue t = s->pend;
+		s->pend = s->in;
+		s->in = (struct queue){ t.buf, 0, 0, t.cap };
+		return;
+	}
+	q_room(&s->pend, n);
+	memcpy(s->pend.buf + s->pend.len, s->in.buf + s->in.off, n);
+	s->pend.len += n;
+	s->in.off = s->in.len = 0;
+}
+
+struct thread_arg {
+	struct dc_shards *sh;
+	unsigned t;
+};
+
+/* A drain thread: reads its shards (k % nthreads == t) when BPF wakes it or every
+ * DC_THREAD_MS, and tells the merge (notify) once a queue holds notify_bytes. */
+static void *drain_thread(void *arg)
+{
+	struct thread_arg ta = *(struct thread_arg *)arg;
+	free(arg);
+	struct dc_shards *sh = ta.sh;
+	for (;;) {
+		struct epoll_event ev[8];
+		int n = epoll_wait(sh->epfds[ta.t], ev, 8, DC_THREAD_MS);
+		for (int i = 0; i < n; i++)
+			if (ev[i].data.u32 == UINT32_MAX)
+				return NULL;
+		int full = 0, tell = 0;
+		for (unsigned k = ta.t; k < sh->n; k += sh->nthreads) {
+			struct shard *s = &sh->s[k];
+			pthread_mutex_lock(&s->mu);
+			full |= read_ring(s);
+			tell |= s->in.len - s->in.off >= sh->notify_bytes;
+			pthread_mutex_unlock(&s->mu);
+		}
+		if (tell) {
+			uint64_t one = 1;
+			if (write(sh->notify, &one, sizeof(one)) < 0) {
+				/* the counter is only a doorbell: a full one already rings */
+			}
+		}
+		if (full) { /* the merge lags: let the ring buffer hold what comes */
+			struct timespec d = { 0, DC_FULL_NS };
+			nanosleep(&d, NULL);
+		}
+	}
+}
+
+static int map_shard(struct shard *s, int fd, size_t size)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	s->fd = fd;
+	s->size = size;
+	s->mask = size - 1;
+	void *c = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (c == MAP_FAILED)
+		return -1;
+	void *p = mmap(NULL, page + 2 * size, PROT_READ, MAP_SHARED, fd, page);
+	if (p == MAP_FAILED) {
+		munmap(c, page);
+		return -1;
+	}
+	s->cons_pos = c;
+	s->prod_pos = p;
+	s->data = (const char *)p + page;
+	s->cap = size > (1u << 20) ? size : (1u << 20);
+	return 0;
+}
+
+struct dc_shards *dc_shards_new(const int *fds, unsigned n, size_t size, unsigned nthreads,
+				char *err, size_t errlen)
+{
+	struct dc_shards *sh = calloc(1, sizeof(*sh));
+	if (!sh || !(sh->s = calloc(n, sizeof(*sh->s)))) {
+		free(sh);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	sh->n = n;
+	sh->nthreads = nthreads > n ? n : nthreads;
+	sh->notify = sh->stop = sh->epall = -1;
+	sh->notify_bytes = size / 8;
+	for (unsigned k = 0; k < n; k++) {
+		pthread_mutex_init(&sh->s[k].mu, NULL);
+		if (map_shard(&sh->s[k], fds[k], size)) {
+			snprintf(err, errlen, "cannot map ring buffer %u: %s", k, strerror(errno));
+			sh->n = k;
+			dc_shards_free(sh);
+			return NULL;
+		}
+	}
+	if (!sh->nthreads) {
+		sh->epall = epoll_create1(EPOLL_CLOEXEC);
+		for (unsigned k = 0; sh->epall >= 0 && k < n; k++) {
+			struct epoll_event ev = { .events = EPOLLIN, .data.u32 = k };
+			if (epoll_ctl(sh->epall, EPOLL_CTL_ADD, fds[k], &ev)) {
+				close(sh->epall);
+				sh->epall = -1;
+			}
+		}
+		if (sh->epall < 0) {
+			snprintf(err, errlen, "cannot poll the ring buffers: %s", strerror(errno));
+			dc_shards_free(sh);
+			return NULL;
+		}
+		return sh;
+	}
+	sh->notify = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	sh->stop = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	sh->threads = calloc(sh->nthreads, sizeof(*sh->threads));
+	sh->epfds = calloc(sh->nthreads, sizeof(*sh->epfds));
+	if (sh->notify < 0 || sh->stop < 0 || !sh->threads || !sh->epfds) {
+		snprintf(err, errlen, "cannot set up the drain threads: %s", strerror(errno));
+		sh->nthreads = 0; /* none started */
+		dc_shards_free(sh);
+		return NULL;
+	}
+	for (unsigned t = 0; t < sh->nthreads; t++)
+		sh->epfds[t] = -1;
+	for (unsigned t = 0; t < sh->nthreads; t++) {
+		int ep = epoll_create1(EPOLL_CLOEXEC);
+		sh->epfds[t] = ep;
+		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = UINT32_MAX };
+		int bad = ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, sh->stop, &ev);
+		for (unsigned k = t; !bad && k < n; k += sh->nthreads) {
+			struct epoll_event rv = { .events = EPOLLIN, .data.u32 = k };
+			bad = epoll_ctl(ep, EPOLL_CTL_ADD, fds[k], &rv) != 0;
+		}
+		struct thread_arg *ta = bad ? NULL : malloc(sizeof(*ta));
+		if (ta) {
+			*ta = (struct thread_arg){ sh, t };
+			if (pthread_create(&sh->threads[t], NULL, drain_thread, ta)) {
+				free(ta);
+				ta = NULL;
+			}
+		}
+		if (!ta) {
+			snprintf(err, errlen, "cannot start drain thread %u: %s", t,
+				 strerror(errno));
+			if (ep >= 0)
+				close(ep);
+			sh->nthreads = t; /* those started are stopped and joined */
+			dc_shards_free(sh);
+			return NULL;
+		}
+	}
+	sh->started = 1;
+	return sh;
+}
+
+int dc_shards_fd(const struct dc_shards *sh)
+{
+	return sh->nthreads ? sh->notify : sh->epall;
+}
+
+unsigned dc_shards_threads(const struct dc_shards *sh)
+{
+	return sh->nthreads;
+}
+
+long dc_shards_drain(struct dc_shards *sh, dc_shard_fn fn, void *ctx)
+{
+	long done = 0;
+	if (sh->notify >= 0) {
+		uint64_t v;
+		if (read(sh->notify, &v, sizeof(v)) < 0) {
+			/* EAGAIN: no drain thread rang since the last drain */
+		}
+	}
+	for (int pass = 0; pass < 64; pass++) {
+		/* every record committed before w is read below (each ring after w); a
+		 * record of a thread is committed before the thread's next one stamps its
+		 * `sent`, so handing on only keys < w, smallest head first, keeps each
+		 * thread's order whichever CPUs it ran on */
+		uint64_t w = mono_ns();
+		int full = 0;
+		for (unsigned k = 0; k < sh->n; k++) {
+			struct shard *s = &sh->s[k];
+			pthread_mutex_lock(&s->mu);
+			take(s);
+			full |= read_ring(s);
+			take(s);
+			pthread_mutex_unlock(&s->mu);
+		}
+		for (;;) {
+			struct shard *best = NULL;
+			uint64_t bk = w;
+			for (unsigned k = 0; k < sh->n; k++) {
+				struct queue *q = &sh->s[k].pend;
+				if (q->off == q->len)
+					continue;
+				const struct qhead *h = (const void *)(q->buf + q->off);
+				if (h->key < bk) {
+					bk = h->key;
+					best = &sh->s[k];
+				}
+			}
+			if (!best)
+				break;
+			struct queue *q = &best->pend;
+			const struct qhead *h = (const void *)(q->buf + q->off);
+			q->off += sizeof(*h) + ((h->size + 7) & ~7U);
+			fn(ctx, h + 1, h->size);
+			done++;
+		}
+		if (!full)
+			break;
+	}
+	return done;
+}
+
+void dc_shards_free(struct dc_shards *sh)
+{
+	if (!sh)
+		return;
+	if (sh->stop >= 0) {
+		uint64_t one = 1;
+		if (write(sh->stop, &one, sizeof(one)) < 0) {
+			/* cannot fail for a counter far from its maximum */
+		}
+	}
+	for (unsigned t = 0; sh->threads && t < sh->nthreads; t++)
+		pthread_join(sh->threads[t], NULL);
+	for (unsigned t = 0; sh->epfds && t < sh->nthreads; t++)
+		if (sh->epfds[t] >= 0)
+			close(sh->epfds[t]);
+	long page = sysconf(_SC_PAGESIZE);
+	for (unsigned k = 0; k < sh->n; k++) {
+		struct shard *s = &sh->s[k];
+		if (s->cons_pos)
+			munmap((void *)s->cons_pos, page);
+		if (s->prod_pos)
+			munmap((void *)s->prod_pos, page + 2 * s->size);
+		free(s->in.buf);
+		free(s->pend.buf);
+		pthread_mutex_destroy(&s->mu);
+	}
+	if (sh->notify >= 0)
+		close(sh->notify);
+	if (sh->stop >= 0)
+		close(sh->stop);
+	if (sh->epall >= 0)
+		close(sh->epall);
+	free(sh->threads);
+	free(sh->epfds);
+	free(sh->s);
+	free(sh);
+}

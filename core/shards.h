@@ -1,0 +1,42 @@
+/* shards.h: the readers of the sharded ring buffers (bpf/common.bpf.h rings): drain
+ * threads empty them into queues; dc_shards_drain merges the queues in `sent` order. */
+#ifndef DC_SHARDS_H
+#define DC_SHARDS_H
+
+#include <stddef.h>
+
+struct dc_shards;
+
+/* Called once per record, in merge order: data is the record (a struct dc_event, maybe
+ * with its path, bpf/datacrumbs.h), size its bytes; valid during the call only. */
+typedef void (*dc_shard_fn)(void *ctx, const void *data, size_t size);
+
+/* Maps the n ring buffers fds[] (each `size` bytes, a power of two) and starts
+ * `nthreads` drain threads (at most n; 0: none, dc_shards_drain reads the ring buffers
+ * itself), thread t reading ring buffers t, t + nthreads, ...: woken by BPF once an eighth
+ * of one waits, else every 10 ms; each queues up to max(size, 1 MiB) bytes per ring
+ * buffer, then leaves records in it (a lagging consumer makes the ring buffer fill, and
+ * BPF counts what it loses). Returns NULL with a one-line reason in err (mmap(2),
+ * pthread_create(3)). */
+struct dc_shards *dc_shards_new(const int *fds, unsigned n, size_t size, unsigned nthreads,
+				char *err, size_t errlen);
+
+/* The file descriptor to poll for readability: the drain threads' doorbell (an eventfd
+ * they ring when a queue holds an eighth of a ring buffer), or without drain threads an
+ * epoll fd of the ring buffers. */
+int dc_shards_fd(const struct dc_shards *sh);
+
+/* The number of drain threads running. */
+unsigned dc_shards_threads(const struct dc_shards *sh);
+
+/* Reads every ring buffer and hands fn every record committed before the call, merged
+ * across the shards by `sent` (each thread's records in the order it submitted them,
+ * whichever CPUs it ran on); later ones wait for the next call. Returns the number
+ * handed on. */
+long dc_shards_drain(struct dc_shards *sh, dc_shard_fn fn, void *ctx);
+
+/* Stops and joins the drain threads, unmaps the ring buffers (their fds stay open:
+ * core/attach.c owns them) and frees sh; NULL is fine. */
+void dc_shards_free(struct dc_shards *sh);
+
+#endif

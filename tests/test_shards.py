@@ -1,0 +1,60 @@
+"""test_shards.py: the sharded ring buffers and their merge (core/shards.c): two threads
+of tests/progs/prog_migrate.c hop between CPUs at every write(2), so each thread's records
+land in different ring buffers; each thread's writes must come out whole and in the order
+it made them (count 1, 2, 3, ...), with the end record's shards and lost_by_shard, for one
+ring buffer read by the main thread, two read by one drain thread, and two by two."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+import dctest  # noqa: E402
+from dctest import check, equal  # noqa: E402
+
+dctest.need_root()
+PROG = os.environ["PROG_MIGRATE"]
+N = 3000
+CPUS = os.cpu_count() or 1
+SCRIPT = os.path.join(dctest.workdir("shards-script"), "writes.lua")
+with open(SCRIPT, "w") as f:
+    f.write('local dc = require "datacrumbs"\n'
+            'dc.probe { layer = "posix", functions = { "write" } }\n')
+
+for shards, threads in ((1, 0), (2, 1), (2, 2)):
+    name = "%d-%d" % (shards, threads)
+    d = dctest.workdir("shards-" + name)
+    r = dctest.run_dc(["run", "--shards", str(shards), "--drain-threads", str(threads),
+                       "-o", d, SCRIPT, "--", PROG, str(N)])
+    equal(r.returncode, 0, "%s: prog_migrate exit status (stderr: %s)" % (name, r.stderr.strip()))
+    trace = dctest.find_trace(d)
+    dctest.check_pfw(trace)
+    events, _, _ = dctest.read_trace(trace)
+    end = [e for e in events if e["name"] == "end" and e["cat"] == "datacrumbs"]
+    equal(len(end), 1, "%s: one end record" % name)
+    a = end[0]["args"]
+    want_shards = min(shards, CPUS)
+    equal(a["shards"], want_shards, "%s: end record's shards" % name)
+    by = [int(x) for x in a["lost_by_shard"].split(",")]
+    equal(len(by), want_shards, "%s: lost_by_shard has one count per shard" % name)
+    equal(sum(by), a["lost"], "%s: lost_by_shard adds up to lost" % name)
+    equal(a["lost"], 0, "%s: nothing lost (%d writes)" % (name, 2 * N + 1))
+    writes = [e for e in dctest.calls(events) if e["name"] == "write"
+              and e["path"] == "/dev/null"]
+    tids = sorted({e["tid"] for e in writes if e["tid"] != e["pid"]})
+    equal(len(tids), 2, "%s: writes of two threads besides the main one" % name)
+    for tid in tids:
+        counts = [e["args"]["count"] for e in writes if e["tid"] == tid]
+        equal(counts, [1 + i % 4000 for i in range(N)],
+              "%s: thread %d's writes, whole and in its order" % (name, tid))
+    main = [e["args"]["count"] for e in writes if e["tid"] == e["pid"]]
+    equal(main, [4096], "%s: the main thread's one write, after the threads'" % name)
+    check(writes[-1]["tid"] == writes[-1]["pid"],
+          "%s: the main thread's write (after joining both) is the last in the file" % name)
+
+# bad values: a one-line error naming the option, exit 2
+for opt, v in (("--shards", "0"), ("--shards", "65"), ("--drain-threads", "-1"),
+               ("--drain-threads", "x")):
+    r = dctest.run_dc(["run", opt, v, SCRIPT, "--", PROG, "1"])
+    equal(r.returncode, 2, "%s %s: usage error exit status" % (opt, v))
+    check(opt in r.stderr and r.stderr.count("\n") == 1,
+          "%s %s: one line naming the option: %r" % (opt, v, r.stderr))
+dctest.finish()
