@@ -279,7 +279,13 @@ def test_batch_and_env(lab):
     t = tasks_of(r.stdout)
     job = t[0][2] if 0 in t else "?"
     wait_trace_done(lab, "n1", job, 0)
-    equal(os.listdir(out), ["%s.0-n1.pfw.gz" % job], "DATACRUMBS_OUTPUT holds the trace")
+    equal(sorted(os.listdir(out)), ["%s.0-n1.log" % job, "%s.0-n1.pfw.gz" % job],
+          "DATACRUMBS_OUTPUT holds the trace and the consumer's log")
+    try:
+        st = os.stat(os.path.join(out, "%s.0-n1.log" % job))
+        equal((st.st_uid, st.st_mode & 0o7777), (slurmlab.UID, 0o600), "the log's owner, mode")
+    except OSError as e:
+        check(False, "the consumer's log: %s" % e)
     path = os.path.join(out, "%s.0-n1.pfw.gz" % job)
     if check_owned_trace(path, "DATACRUMBS_SCRIPT job") and 0 in t:
         events, _, meta = dctest.read_trace(path)
