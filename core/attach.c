@@ -237,6 +237,12 @@ int dc_bpf_traced(struct dc_bpf *b, int except, int *pids, int max)
 	return errno == ENOENT ? n : -1;
 }
 
+int dc_bpf_untrace_pid(struct dc_bpf *b, int tgid)
+{
+	__u32 key = tgid;
+	return bpf_map__delete_elem(b->skel->maps.traced, &key, sizeof(key), 0);
+}
+
 int dc_bpf_trace_pid(struct dc_bpf *b, int tgid)
 {
 	struct dc_proc p = { .next_id = 1 };

@@ -57,6 +57,10 @@ int dc_bpf_traced(struct dc_bpf *b, int except, int *pids, int max);
  * Returns 0, or -1 with errno. */
 int dc_bpf_trace_pid(struct dc_bpf *b, int tgid);
 
+/* Stops tracing tgid (takes it out of the `traced` map; its children forked already stay
+ * traced). Returns 0, or -1 with errno. */
+int dc_bpf_untrace_pid(struct dc_bpf *b, int tgid);
+
 /* Adds a probe for func of layer at `offset` in `library` to the probe table, unless
  * that (library, offset) already has one (glibc aliases: read/__read share an address;
  * the first added names the events). hidden=1: the calls only update the fd tables (a

@@ -805,6 +805,15 @@ static void untraced(struct dc_consumer *c, const struct dc_event *e, const char
 	c->written++; /* an event of the file like any other: num_events counts it */
 }
 
+void dc_consumer_untraced_task(struct dc_consumer *c, int pid, int rank, uint64_t ts_us)
+{
+	dc_writer_begin(c->w, dc_consumer_own_id(c), "untraced", "datacrumbs", pid, pid, ts_us, 0);
+	dc_writer_arg_str(c->w, "reason", "task not handed over");
+	dc_writer_arg_int(c->w, "rank", rank);
+	dc_writer_end(c->w);
+	c->written++;
+}
+
 /* A fork, exec or exit of a traced process. */
 static void on_process(struct dc_consumer *c, const struct dc_event *e, const char *epath)
 {

@@ -60,6 +60,11 @@ uint64_t dc_consumer_dropped(const struct dc_consumer *c);
  * kept across its exec) with a PR rank record (docs/trace-format.md), known before it runs. */
 void dc_consumer_add_task(struct dc_consumer *c, int pid, int rank);
 
+/* Site mode: the task pid of global rank `rank` could not be traced (root could not hand
+ * it over in time): an `untraced` record (cat datacrumbs, reason "task not handed over",
+ * docs/trace-format.md) at ts_us (us since the epoch), so the trace says what it misses. */
+void dc_consumer_untraced_task(struct dc_consumer *c, int pid, int rank, uint64_t ts_us);
+
 struct dc_profile;
 void dc_consumer_set_profile(struct dc_consumer *c, struct dc_profile *p, int profiling);
 

@@ -1337,6 +1337,10 @@ static int ctl_line(struct session *s, const char *line)
 			cut(s, errno);
 		return write(s->site->ctl, "ok\n", 3) == 3 ? 0 : -1;
 	}
+	if (sscanf(line, "untraced %d %d%c", &pid, &rank, &extra) == 2 && pid > 0) {
+		dc_consumer_untraced_task(s->cons, pid, rank, now_us());
+		return 0;
+	}
 	if (!strcmp(line, "end")) {
 		finish(s);
 		return 0;

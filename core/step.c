@@ -639,6 +639,7 @@ static void add_task(struct step *st, int pid, int rank, char *cbuf, size_t *cle
 {
 	char done[16];
 	if (dc_bpf_trace_pid(st->bpf, pid)) {
+		say(st->cons_fd, "untraced %d %d", pid, rank); /* the trace says it misses it */
 		say(st->ctl, "fail cannot trace pid %d: %s", pid, strerror(errno));
 		return;
 	}
@@ -646,6 +647,8 @@ static void add_task(struct step *st, int pid, int rank, char *cbuf, size_t *cle
 		st->tasks[st->ntasks++] = pid;
 	if (say(st->cons_fd, "task %d %d", pid, rank) ||
 	    !wait_consumer(st, 'o', CONSUMER_ACK_MS, cbuf, clen, cap, done, sizeof(done))) {
+		dc_bpf_untrace_pid(st->bpf, pid);
+		say(st->cons_fd, "untraced %d %d", pid, rank); /* if it still reads: say so */
 		say(st->ctl, "fail the trace's consumer did not answer for pid %d", pid);
 		return;
 	}

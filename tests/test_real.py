@@ -309,7 +309,7 @@ compare("dd", got, want)
 # --- 2. cp, tar, gzip, sqlite3 on files of known sizes -------------------------------
 d = dctest.workdir("real-tools")
 DATA = os.path.join(d, "data")
-INPUTS = {"cp/src.bin": 1048576 + 123, "tar/in/a": 5000, "tar/in/b": 20000,
+INPUTS = {"cp/src.bin": 50 * 1048576, "tar/in/a": 5000, "tar/in/b": 20000,
           "tar/in/c": 0, "tar/in/d": 123457}
 SQL = ("PRAGMA page_size=4096; CREATE TABLE t(a INTEGER, b TEXT); "
        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<2000) "

@@ -351,6 +351,30 @@ for v in declare:
     t.equal([x for x in v if "socket:" in x or "bpf" in x or "signalfd" in x], [],
             "reach: the declare run holds no socket, BPF object or signalfd of root's")
 
+# --- a task root cannot hand over (the consumer does not answer in 10 s: a script's timer
+# blocks its loop): the plugin hears fail, the task runs untraced, the trace says so
+d = user_dir("step_untraced")
+user_script(d, "block.lua", 'local dc = require "datacrumbs"\nlocal uv = require "luv"\n'
+            'dc.probe "posix"\nlocal t = uv.new_timer()\n'
+            't:start(1, 0, function() uv.sleep(12000) end)\n')
+s = Step(d, ["./block.lua"], site=open_site)
+t.check(s.line().startswith("ready "), "untraced: ready")
+pid, answer, code = run_task(s, d, ["/usr/bin/true"], 3)
+t.check(answer.startswith("fail ") and "did not answer" in answer,
+        "untraced: the plugin hears fail: %r" % answer)
+s.send("end")
+done = s.line().split()
+rc, err = s.wait()
+trace = os.path.join(d, "41.0-n1.pfw.gz")
+t.equal((rc, done[0], done[3:]), (0, "done", [trace]), "untraced: done (%s)" % err)
+t.check_pfw(trace)
+ev = read(trace)
+t.equal([(e["pid"], e["args"].get("reason"), e["args"].get("rank")) for e in ev
+         if e.get("name") == "untraced"], [(pid, "task not handed over", 3)],
+        "untraced: the trace names the task it misses")
+t.equal([e for e in ev if e.get("pid") == pid and e.get("cat") == "POSIX"], [],
+        "untraced: no call of it")
+
 # --- root killed (SIGKILL) mid-step: its consumer finishes the trace and exits ----------
 d = user_dir("step_rootkill")
 statusd2 = t.workdir("step_status2")
