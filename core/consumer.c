@@ -32,6 +32,11 @@ struct seen {
 	 * call's id (0: a free slot); a call's children arrive before it, and at most
 	 * DC_MAX_DEPTH calls of a thread are open at once */
 	uint64_t kid_parent[DC_MAX_DEPTH], kid_bytes[DC_MAX_DEPTH];
+	/* thread entries: ids of still open calls that a written call names as its p_idx
+	 * (0: a free slot), so a filter that drops such a call does not leave its nested
+	 * calls naming a parent the trace lacks (the validator's p_idx rule) */
+	uint64_t parents_named[DC_MAX_DEPTH];
+	unsigned next_parent;
 };
 
 struct dc_consumer {
@@ -721,6 +726,39 @@ static int64_t nested_reads(struct dc_consumer *c, const struct dc_record *r,
 
 /* Hands the record of a call on: into profile mode's aggregates (a call BPF could not
  * aggregate), or through the script's on_event to the trace, and into the run's totals. */
+/* Was call r named as the parent of a call already written (its children end, and are
+ * written, before it)? Forgets it (it is done) and returns 1, else 0. */
+static int took_parent(struct dc_consumer *c, const struct dc_record *r)
+{
+	int added;
+	struct seen *s = seen_slot(c, (uint64_t)r->pid << 32 | (uint32_t)r->tid, &added);
+	for (int i = 0; i < DC_MAX_DEPTH; i++)
+		if (s->parents_named[i] && s->parents_named[i] == r->id) {
+			s->parents_named[i] = 0;
+			return 1;
+		}
+	return 0;
+}
+
+/* A written call r names its parent (p_idx >= 0): remembered until the parent comes. At
+ * most DC_MAX_DEPTH calls of a thread are open at once; the oldest slot gives way. */
+static void note_parent(struct dc_consumer *c, const struct dc_record *r)
+{
+	if (r->p_idx < 0)
+		return;
+	int added;
+	struct seen *s = seen_slot(c, (uint64_t)r->pid << 32 | (uint32_t)r->tid, &added);
+	int free_at = -1;
+	for (int i = 0; i < DC_MAX_DEPTH; i++) {
+		if (s->parents_named[i] == (uint64_t)r->p_idx)
+			return;
+		if (!s->parents_named[i] && free_at < 0)
+			free_at = i;
+	}
+	s->parents_named[free_at >= 0 ? free_at : (int)(s->next_parent++ % DC_MAX_DEPTH)] =
+		(uint64_t)r->p_idx;
+}
+
 static void deliver(struct dc_consumer *c, struct dc_record *r, const struct dc_probe *pr,
 		    const struct dc_event *e, int finished, int64_t ret)
 {
@@ -742,12 +780,15 @@ static void deliver(struct dc_consumer *c, struct dc_record *r, const struct dc_
 	}
 
 	see_thread(c, r->pid, r->tid);
+	int parent = took_parent(c, r);
 	if (c->script && (dc_script_drops_path(c->script, r->path) ||
-			  (dc_script_wants_events(c->script) && !dc_script_event(c->script, r)))) {
+			  (dc_script_wants_events(c->script) && !dc_script_event(c->script, r))) &&
+	    !parent) { /* a call its written nested calls name stays: the nesting stays valid */
 		c->dropped++;
 		return;
 	}
 	write_record(c, r);
+	note_parent(c, r);
 	c->written++;
 	if (c->prof)
 		dc_profile_total(c->prof, r->pid, e->probe, e->dur, record_bytes(r, pr), moved,
@@ -993,9 +1034,11 @@ void dc_consumer_add_task(struct dc_consumer *c, int pid, int rank)
 {
 	int added;
 	struct seen *s = seen_slot(c, (uint64_t)pid << 32, &added);
+	dc_files_from_proc(pid);
+	if (rank < 0) /* a task that is no rank (the batch step's script) */
+		return;
 	s->rank = rank;
 	s->trusted = 1;
-	dc_files_from_proc(pid);
 	mark_rank(c, pid);
 }
 

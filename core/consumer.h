@@ -55,7 +55,8 @@ uint64_t dc_consumer_dropped(const struct dc_consumer *c);
 /* Gives the consumer the run's profile (core/profile.h): written events feed its totals;
  * with profiling (profile mode), the records it gets are aggregated there instead of
  * being written. */
-/* Site mode: pid is a task of the job step with global rank `rank` (>= 0), as the launcher
+/* Site mode: pid is a task of the job step with global rank `rank` (-1: none, the batch
+ * step's script), as the launcher
  * (slurmstepd's S_TASK_GLOBAL_ID) says, not its environment: named "Rank N" (process_name,
  * kept across its exec) with a PR rank record (docs/trace-format.md), known before it runs. */
 void dc_consumer_add_task(struct dc_consumer *c, int pid, int rank);

@@ -1331,7 +1331,7 @@ static int ctl_line(struct session *s, const char *line)
 {
 	int pid, rank;
 	char extra;
-	if (sscanf(line, "task %d %d%c", &pid, &rank, &extra) == 2 && pid > 0 && rank >= 0) {
+	if (sscanf(line, "task %d %d%c", &pid, &rank, &extra) == 2 && pid > 0 && rank >= -1) {
 		dc_consumer_add_task(s->cons, pid, rank);
 		if (dc_writer_flush(s->w) < 0)
 			cut(s, errno);

@@ -32,6 +32,7 @@ int dc_site_load(const char *path, struct dc_site *site, char *err, size_t errle
 	if (!given && access(site->path, F_OK) && errno == ENOENT)
 		return 0; /* no site file: the defaults */
 	char real[PATH_MAX];
+	site->found = 1;
 	if (dc_trust_file(site->path, "site configuration", real, sizeof(real), err, errlen))
 		return -1;
 	FILE *f = fopen(real, "re");

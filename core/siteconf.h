@@ -14,6 +14,7 @@ struct dc_site {
 	char probes[PATH_MAX];    /* `probes`: extra probe descriptions, "" none */
 	int user_scripts;         /* `user_scripts = yes`: a user may name a script by path */
 	int user_uprobes;         /* `user_uprobes = yes`: dc.uprobe in users' scripts */
+	int found;                /* the file exists (0: the defaults, no file) */
 };
 
 /* Reads the site configuration `path` (NULL: DC_SITE_CONF; a missing default file means

@@ -6,6 +6,7 @@
  * except the option's check at submit time. The protocol with the tracer (text lines on a
  * socketpair: ready/fail, task/ok, end/done) is described in docs/site.md. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -670,6 +671,31 @@ err:
  * slurmstepd) and, in slurmstepd, reads the plugstack.conf arguments: datacrumbs=PATH (the
  * tracer), site=FILE, timeout=S, end_timeout=S. A bad argument is logged and noted: tracing
  * is then refused with it as the reason. */
+/* The tracer beside this plugin's own installation: <prefix>/bin/datacrumbs, found by
+ * going up from the plugin's directory (<prefix>/lib/datacrumbs, or
+ * <prefix>/lib/<multiarch>/datacrumbs) to the first directory with bin/datacrumbs, so a
+ * `cmake --install --prefix P` anywhere finds P's tracer (dladdr(3)). Keeps g.tracer (the
+ * configure-time path) when there is none. */
+static void tracer_beside_plugin(void)
+{
+	Dl_info info;
+	char dir[PATH_MAX], cand[PATH_MAX + 32];
+	if (!dladdr((void *)tracer_beside_plugin, &info) || !info.dli_fname ||
+	    snprintf(dir, sizeof(dir), "%s", info.dli_fname) >= (int)sizeof(dir))
+		return;
+	for (int up = 0; up < 4; up++) {
+		char *slash = strrchr(dir, '/');
+		if (!slash || slash == dir)
+			return;
+		*slash = 0;
+		snprintf(cand, sizeof(cand), "%s/bin/datacrumbs", dir);
+		if (strlen(cand) < sizeof(g.tracer) && access(cand, X_OK) == 0) {
+			memcpy(g.tracer, cand, strlen(cand) + 1);
+			return;
+		}
+	}
+}
+
 int slurm_spank_init(spank_t sp, int ac, char **av)
 {
 	spank_context_t ctx = spank_context();
@@ -679,6 +705,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 			slurm_error("datacrumbs: cannot register --datacrumbs");
 	if (!spank_remote(sp))
 		return 0;
+	tracer_beside_plugin(); /* the default; datacrumbs= below overrides it */
 	for (int i = 0; i < ac; i++) {
 		const char *a = av[i];
 		char *end;

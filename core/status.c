@@ -272,6 +272,15 @@ int dc_status_tracer_alive(const struct dc_status *s)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%lld/exe", s->tracer_pid);
 	ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0 && errno == EACCES) {
+		/* a user may not read a root process's exe link (proc(5): ptrace access mode);
+		 * its comm, the executable's name, is world-readable */
+		snprintf(path, sizeof(path), "/proc/%lld/comm", s->tracer_pid);
+		FILE *c = fopen(path, "re");
+		n = c && fgets(exe, sizeof(exe), c) ? (ssize_t)strcspn(exe, "\n") : 0;
+		if (c)
+			fclose(c);
+	}
 	if (n <= 0)
 		return 0;
 	exe[n] = 0;

@@ -171,8 +171,9 @@ static int find_script(struct step *st)
 	if (strchr(name, '/')) {
 		if (!st->site.user_scripts) {
 			snprintf(st->err, sizeof(st->err), "script %s: refused: this site runs only "
-				 "its own scripts (user_scripts = no in %s); give a script name "
-				 "from `datacrumbs list`", name, st->site.path);
+				 "its own scripts (%s %s); give a script name from `datacrumbs "
+				 "list`", name, st->site.found ? "user_scripts = no in"
+				 : "no user_scripts = yes: there is no", st->site.path);
 			return -1;
 		}
 		snprintf(st->script, sizeof(st->script), "%s%s%s", name[0] == '/' ? "" : st->cwd,
@@ -645,6 +646,10 @@ static void add_task(struct step *st, int pid, int rank, char *cbuf, size_t *cle
 	}
 	if (st->ntasks < (int)(sizeof(st->tasks) / sizeof(st->tasks[0])))
 		st->tasks[st->ntasks++] = pid;
+	/* the batch step's task is the job's script, no rank of the job: no "Rank 0" beside
+	 * step 0's real rank 0 in the job's tables */
+	if (!strcmp(st->stepid, "batch"))
+		rank = -1;
 	if (say(st->cons_fd, "task %d %d", pid, rank) ||
 	    !wait_consumer(st, 'o', CONSUMER_ACK_MS, cbuf, clen, cap, done, sizeof(done))) {
 		dc_bpf_untrace_pid(st->bpf, pid);

@@ -372,8 +372,10 @@ ev = read(trace)
 t.equal([(e["pid"], e["args"].get("reason"), e["args"].get("rank")) for e in ev
          if e.get("name") == "untraced"], [(pid, "task not handed over", 3)],
         "untraced: the trace names the task it misses")
-t.equal([e for e in ev if e.get("pid") == pid and e.get("cat") == "POSIX"], [],
-        "untraced: no call of it")
+# (calls it was inside while still traced, the held child's read of its pipe, may end
+# after; nothing of the program it execs is traced: not the loader's first openat)
+t.equal([e for e in ev if e.get("pid") == pid and e.get("name") == "openat"], [],
+        "untraced: nothing of its program")
 
 # --- root killed (SIGKILL) mid-step: its consumer finishes the trace and exits ----------
 d = user_dir("step_rootkill")
