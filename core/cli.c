@@ -162,8 +162,11 @@ int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
 		printf("datacrumbs %s\n", DC_VERSION);
 		return 1;
 	}
-	if (strcmp(argv[1], "run"))
-		return usage_error("unknown command '%s'", argv[1]);
+	if (strcmp(argv[1], "run")) {
+		fprintf(stderr, "datacrumbs: unknown command '%s' (see 'datacrumbs --help')\n",
+			argv[1]);
+		return 2;
+	}
 
 	o->script_args = calloc(argc + 1, sizeof(char *));
 	if (!o->script_args)

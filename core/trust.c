@@ -74,8 +74,8 @@ static int check_dir(const char *dir, const char *what, const char *file, int st
 	}
 	if (!owner_ok(&st)) {
 		snprintf(err, errlen, "%s %s: refused as root: directory %s is owned by uid %u, "
-			 "not by root or %s", what, file, dir, (unsigned)st.st_uid,
-			 dc_invoker()->name);
+			 "not by root%s%s", what, file, dir, (unsigned)st.st_uid,
+			 dc_invoker()->uid ? " or " : "", dc_invoker()->uid ? dc_invoker()->name : "");
 		return -1;
 	}
 	if ((st.st_mode & (S_IWGRP | S_IWOTH)) && (strict || !(st.st_mode & S_ISVTX))) {
@@ -128,9 +128,9 @@ int dc_trust_file(const char *path, const char *what, char *real, size_t reallen
 		return -1;
 	}
 	if (!owner_ok(&st)) {
-		snprintf(err, errlen, "%s %s: refused as root: owned by uid %u, not by root or %s "
+		snprintf(err, errlen, "%s %s: refused as root: owned by uid %u, not by root%s%s "
 			 "(another user could have planted it)", what, path, (unsigned)st.st_uid,
-			 dc_invoker()->name);
+			 dc_invoker()->uid ? " or " : "", dc_invoker()->uid ? dc_invoker()->name : "");
 		return -1;
 	}
 	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
