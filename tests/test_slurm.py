@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import sys
 import time
 
@@ -22,6 +23,9 @@ SPANK = os.environ.get("DATACRUMBS_SPANK", "")
 PROG = os.environ.get("PROG_RANKS", "")
 SCRIPTS = os.environ.get("DATACRUMBS_SCRIPT_PATH", "")
 WAIT = 120   # seconds a job may take in this lab before the test gives up on it
+
+
+TRACER = None  # main(): the tracer the plugin runs, a copy in the lab's root-only directory
 
 
 def skip(why):
@@ -368,7 +372,7 @@ def test_refused_tracer(base, site):
     shutil.copy(dctest.DATACRUMBS, copy)
     os.chmod(copy, 0o755)
     os.chown(copy, slurmlab.UID, slurmlab.UID)
-    real = os.path.realpath(dctest.DATACRUMBS)
+    real = TRACER
     cases = [
         ("datacrumbs=" + copy, "tracer %s: %s is not root's alone (owner %d, mode 0755): refused"
          % (copy, copy, slurmlab.UID)),
@@ -457,9 +461,17 @@ def main():
                  % (what, slurmlab.USER, test, slurmlab.UID))
     site = ("# the SLURM test's site policy\nscripts = %s\nuser_scripts = yes\n"
             "user_uprobes = yes\n" % os.path.realpath(SCRIPTS))
+    # the lab's own directory: root's alone up to / (the plugin runs only a tracer no other
+    # user could have replaced: a checkout under /tmp would not do), and short (munged's
+    # socket path must fit a unix socket's 108 bytes, unix(7)); the tracer is a copy there
+    base = tempfile.mkdtemp(prefix="dcslurm-", dir="/run")
+    os.chmod(base, 0o755)
+    global TRACER
+    TRACER = os.path.join(base, "datacrumbs")
+    shutil.copy(os.path.realpath(dctest.DATACRUMBS), TRACER)
+    os.chmod(TRACER, 0o755)
     line = ("required %s datacrumbs=%s site={dir}/site.conf timeout=60"
-            % (os.path.realpath(SPANK), os.path.realpath(dctest.DATACRUMBS)))
-    base = dctest.workdir("slurm-lab")
+            % (os.path.realpath(SPANK), TRACER))
     times = {}
     lab = slurmlab.Lab(plugstack=line, files={"site.conf": site}, base=base)
     try:
