@@ -50,6 +50,7 @@ struct dc_consumer {
 	int want_inodes;           /* a probe records inodes: map opened paths to them */
 	int want_ranks;            /* a probe has the `rank` effect (MPI_Init) */
 	signed char *flags_arg;    /* per probe: index of its `uint flags` arg, -1 none */
+	unsigned char *role;       /* per probe: ROLE_* bits, from its name once */
 	struct dc_pinfo *bytes;    /* per probe: its bytes rule (dc_probe_bytes; bytes, b1, b2)
 				      and bytes-moved rule (dc_probe_moved; moved) */
 	unsigned nknown;           /* probes flags_arg and bytes cover */
@@ -136,16 +137,20 @@ static void mark_rank(struct dc_consumer *c, int pid)
 }
 
 /* Writes a thread_name record the first time a thread is seen. */
-static void see_thread(struct dc_consumer *c, int pid, int tid)
+static void name_thread(struct dc_consumer *c, struct seen *s, int pid, int tid)
 {
-	int added;
-	struct seen *s = seen_slot(c, (uint64_t)pid << 32 | (uint32_t)tid, &added);
 	if (!s->named) {
 		s->named = 1;
 		char name[16];
 		snprintf(name, sizeof(name), "%d", tid);
 		dc_writer_meta(c->w, "thread_name", pid, tid, name, "thread_name");
 	}
+}
+
+static void see_thread(struct dc_consumer *c, int pid, int tid)
+{
+	int added;
+	name_thread(c, seen_slot(c, (uint64_t)pid << 32 | (uint32_t)tid, &added), pid, tid);
 }
 
 static const char *base_name(const char *p)
@@ -678,6 +683,11 @@ static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
 }
 
 /* Is f a read, by its name (read, pread64, readv, preadv2, sys_read, __read_nocancel)? */
+enum {
+	ROLE_READ = 1,   /* a read (read, pread, their sys_ and __ forms): nested reads count */
+	ROLE_SCANF = 2,  /* the scanf family: its bytes are those of the reads nested in it */
+};
+
 static int is_read(const struct dc_func *f)
 {
 	const char *n = f->name;
@@ -693,19 +703,16 @@ static int is_read(const struct dc_func *f)
  * result does not give their bytes (fscanf: ret is the items assigned). A finished read
  * of thread (pid, tid) with parent id adds its bytes (moved >= 0) to its parent's slot;
  * a call takes (and frees) its own slot: returns the bytes, or -1 when none nested. */
-static int64_t nested_reads(struct dc_consumer *c, const struct dc_record *r,
-			    const struct dc_probe *pr, const struct dc_event *e, int64_t moved,
-			    int finished)
+static int64_t nested_reads(struct seen *s, unsigned role, const struct dc_event *e,
+			    int64_t moved, int finished)
 {
-	int added;
-	struct seen *s = seen_slot(c, (uint64_t)r->pid << 32 | (uint32_t)r->tid, &added);
 	int64_t mine = -1;
 	for (int i = 0; i < DC_MAX_DEPTH; i++)
 		if (s->kid_parent[i] == e->id) {
 			mine = (int64_t)s->kid_bytes[i];
 			s->kid_parent[i] = 0;
 		}
-	if (e->parent && finished && moved >= 0 && is_read(pr->func)) {
+	if (e->parent && finished && moved >= 0 && (role & ROLE_READ)) {
 		int at = -1;
 		for (int i = 0; i < DC_MAX_DEPTH && at < 0; i++)
 			if (s->kid_parent[i] == e->parent)
@@ -724,14 +731,10 @@ static int64_t nested_reads(struct dc_consumer *c, const struct dc_record *r,
 	return mine;
 }
 
-/* Hands the record of a call on: into profile mode's aggregates (a call BPF could not
- * aggregate), or through the script's on_event to the trace, and into the run's totals. */
 /* Was call r named as the parent of a call already written (its children end, and are
- * written, before it)? Forgets it (it is done) and returns 1, else 0. */
-static int took_parent(struct dc_consumer *c, const struct dc_record *r)
+ * written, before it)? Forgets it (it is done) and returns 1, else 0. s: r's thread. */
+static int took_parent(struct seen *s, const struct dc_record *r)
 {
-	int added;
-	struct seen *s = seen_slot(c, (uint64_t)r->pid << 32 | (uint32_t)r->tid, &added);
 	for (int i = 0; i < DC_MAX_DEPTH; i++)
 		if (s->parents_named[i] && s->parents_named[i] == r->id) {
 			s->parents_named[i] = 0;
@@ -759,18 +762,12 @@ static void note_parent(struct dc_consumer *c, const struct dc_record *r)
 		(uint64_t)r->p_idx;
 }
 
+/* Hands the record of a call on: into profile mode's aggregates (a call BPF could not
+ * aggregate), or through the script's on_event to the trace, and into the run's totals. */
 static void deliver(struct dc_consumer *c, struct dc_record *r, const struct dc_probe *pr,
 		    const struct dc_event *e, int finished, int64_t ret)
 {
 	int64_t moved = record_moved(r, pr, &c->bytes[e->probe], e, ret, finished);
-	if (!c->profiling) { /* fscanf: its bytes are what the reads under it moved */
-		int64_t nested = nested_reads(c, r, pr, e, moved, finished);
-		if (nested >= 0 && finished && c->bytes[e->probe].moved == DC_PM_NONE &&
-		    strstr(pr->func->name, "scanf")) {
-			dc_rec_int(r, "bytes", nested);
-			moved = nested;
-		}
-	}
 	if (c->profiling) { /* a call BPF could not aggregate (it names a path); one that
 			       never returned is not a call to count */
 		if (finished)
@@ -778,9 +775,18 @@ static void deliver(struct dc_consumer *c, struct dc_record *r, const struct dc_
 				       record_bytes(r, pr), moved, r->path);
 		return;
 	}
-
-	see_thread(c, r->pid, r->tid);
-	int parent = took_parent(c, r);
+	/* the thread's slot, looked up once: valid until the script's callback, which may
+	 * add slots (dc.emit of a new process) and so move them */
+	int added;
+	struct seen *th = seen_slot(c, (uint64_t)r->pid << 32 | (uint32_t)r->tid, &added);
+	unsigned role = c->role[e->probe];
+	int64_t nested = nested_reads(th, role, e, moved, finished);
+	if (nested >= 0 && finished && (role & ROLE_SCANF)) { /* its bytes: the reads under it */
+		dc_rec_int(r, "bytes", nested);
+		moved = nested;
+	}
+	name_thread(c, th, r->pid, r->tid);
+	int parent = took_parent(th, r);
 	if (c->script && (dc_script_drops_path(c->script, r->path) ||
 			  (dc_script_wants_events(c->script) && !dc_script_event(c->script, r))) &&
 	    !parent) { /* a call its written nested calls name stays: the nesting stays valid */
@@ -943,6 +949,7 @@ struct dc_consumer *dc_consumer_new(struct dc_bpf *b, struct dc_writer *w,
 				    .hash = seen_hash, .used = seen_used };
 	if (dc_consumer_probes_added(c)) {
 		free(c->flags_arg);
+	free(c->role);
 		free(c->bytes);
 		snprintf(err, errlen, "out of memory");
 		free(c);
@@ -959,6 +966,7 @@ struct dc_consumer *dc_consumer_new(struct dc_bpf *b, struct dc_writer *w,
 	c->sh = dc_shards_new(fds, n, dc_bpf_ring_bytes(b), (unsigned)nthreads, err, errlen);
 	if (!c->sh) {
 		free(c->flags_arg);
+	free(c->role);
 		free(c->bytes);
 		free(c);
 		return NULL;
@@ -976,7 +984,10 @@ int dc_consumer_probes_added(struct dc_consumer *c)
 	struct dc_pinfo *by = realloc(c->bytes, (n + 1) * sizeof(*by));
 	if (by)
 		c->bytes = by;
-	if (!fa || !by)
+	unsigned char *ro = realloc(c->role, n + 1);
+	if (ro)
+		c->role = ro;
+	if (!fa || !by || !ro)
 		return -1;
 	for (unsigned i = c->nknown; i < n; i++) {
 		const struct dc_func *f = dc_bpf_probe(c->bpf, i)->func;
@@ -985,6 +996,10 @@ int dc_consumer_probes_added(struct dc_consumer *c)
 						   &c->bytes[i].b2);
 		c->bytes[i].moved = dc_probe_moved(dc_bpf_probe(c->bpf, i), c->bytes[i].bytes);
 		c->flags_arg[i] = -1;
+		/* fscanf's ret is the items assigned: its bytes come from its nested reads */
+		c->role[i] = (is_read(f) ? ROLE_READ : 0) |
+			     (c->bytes[i].moved == DC_PM_NONE && strstr(f->name, "scanf")
+			      ? ROLE_SCANF : 0);
 		c->want_ranks |= f->effect == DC_FX_RANK;
 		for (int k = 0; k < f->nargs; k++) {
 			c->want_inodes |= f->args[k].kind == DC_ARG_INO;
@@ -1091,6 +1106,7 @@ void dc_consumer_free(struct dc_consumer *c)
 		return;
 	dc_shards_free(c->sh);
 	free(c->flags_arg);
+	free(c->role);
 	free(c->bytes);
 	dc_htab_free(&c->seen);
 	free(c);

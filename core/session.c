@@ -919,6 +919,34 @@ static int load_probes(struct session *s)
 	return 0;
 }
 
+/* Creates the trace file s->trace_path (the invoking user's: under sudo the caller, in
+ * site mode's consumer the job's user), its writer, the ring buffer consumer and the
+ * profile tables. 0, or -1 with s->err. run and site mode's consumer share it. */
+static int create_trace(struct session *s)
+{
+	const struct dc_opts *o = s->o;
+	int tfd = dc_out_create(&s->out, s->trace_path, dc_invoker()->uid, dc_invoker()->gid,
+				s->err, sizeof(s->err));
+	if (tfd < 0)
+		return -1;
+	s->w = dc_writer_fdopen(tfd, s->trace_path, o->compress, s->host, s->child, s->child,
+				s->err, sizeof(s->err));
+	if (!s->w)
+		return -1;
+	int64_t m2r = mono_to_real();
+	s->cons = dc_consumer_new(s->bpf, s->w, s->script, m2r, o->drain_threads, s->err,
+				  sizeof(s->err));
+	if (!s->cons)
+		return -1;
+	s->prof = dc_profile_new(s->bpf, s->w, s->script, s->interval_ns, s->t0, m2r);
+	if (!s->prof) {
+		snprintf(s->err, sizeof(s->err), "out of memory");
+		return -1;
+	}
+	dc_consumer_set_profile(s->cons, s->prof, s->interval_ns > 0 && !s->standby);
+	return 0;
+}
+
 /* Step: forks CMD, held until every probe is attached; creates the trace file, its writer,
  * the ring buffer consumer and the profile tables. 0, or -1. */
 static int open_trace(struct session *s)
@@ -938,31 +966,10 @@ static int open_trace(struct session *s)
 			return -1;
 		}
 	}
-	int tfd = dc_out_create(&s->out, s->trace_path, dc_invoker()->uid, dc_invoker()->gid,
-				s->err, sizeof(s->err));
-	if (tfd < 0) {
+	if (create_trace(s)) {
 		fail(s->err);
 		return -1;
 	}
-	s->w = dc_writer_fdopen(tfd, s->trace_path, o->compress, s->host, s->child, s->child,
-				s->err, sizeof(s->err));
-	if (!s->w) {
-		fail(s->err);
-		return -1;
-	}
-	int64_t m2r = mono_to_real();
-	s->cons = dc_consumer_new(s->bpf, s->w, s->script, m2r, o->drain_threads, s->err,
-				  sizeof(s->err));
-	if (!s->cons) {
-		fail(s->err);
-		return -1;
-	}
-	s->prof = dc_profile_new(s->bpf, s->w, s->script, s->interval_ns, s->t0, m2r);
-	if (!s->prof) {
-		fail("out of memory");
-		return -1;
-	}
-	dc_consumer_set_profile(s->cons, s->prof, s->interval_ns > 0 && !s->standby);
 	return 0;
 }
 
@@ -1437,24 +1444,8 @@ int dc_session_consume(const struct dc_opts *o, const struct dc_consume *c)
 	if (dc_out_path(&s->out, s->name, s->host, 0, s->trace_path, sizeof(s->trace_path),
 			s->err, sizeof(s->err)))
 		return consume_failed(s);
-	int tfd = dc_out_create(&s->out, s->trace_path, getuid(), getgid(), s->err,
-				sizeof(s->err));
-	if (tfd < 0)
+	if (create_trace(s)) /* as the job's user: become_user reset the invoker */
 		return consume_failed(s);
-	s->w = dc_writer_fdopen(tfd, s->trace_path, o->compress, s->host, s->child, s->child,
-				s->err, sizeof(s->err));
-	int64_t m2r = mono_to_real();
-	if (s->w)
-		s->cons = dc_consumer_new(s->bpf, s->w, s->script, m2r, o->drain_threads, s->err,
-					  sizeof(s->err));
-	if (!s->w || !s->cons)
-		return consume_failed(s);
-	s->prof = dc_profile_new(s->bpf, s->w, s->script, s->interval_ns, s->t0, m2r);
-	if (!s->prof) {
-		snprintf(s->err, sizeof(s->err), "out of memory");
-		return consume_failed(s);
-	}
-	dc_consumer_set_profile(s->cons, s->prof, s->interval_ns > 0);
 	dc_script_set_emitter(s->script, emit_record_cb, s->cons, s->child);
 	dc_script_set_stats(s->script, stats_cb, s);
 	dc_script_set_reader(s->script, read_cb, s);

@@ -41,8 +41,8 @@
 #define DECLARE_MAX (64u << 20)   /* a declare run's bytes: more is surely no script of ours */
 #define CONSUMER_ACK_MS 10000     /* the consumer answers "task" within this */
 #define CONSUMER_END_MS 20000     /* ... and "end" within this: less than the plugin's 30 s */
-#define DECLARE_MS 45000          /* the declare run: less than the plugin's 60 s for ready */
-#define DECLARE_SECS "45"
+#define DECLARE_MS 45000          /* the declare run (the message says 45 s): less than the
+				     plugin's 60 s for ready */
 
 /* The step's facts, from the command line the plugin gave (slurmstepd's, trusted). */
 struct step {
@@ -334,7 +334,9 @@ static int run_declare(struct step *st, int sigfd)
 		struct pollfd pf[3] = { { p[0], POLLIN, 0 }, { st->ctl, POLLRDHUP, 0 },
 					{ sigfd, POLLIN, 0 } };
 		if (left <= 0) {
-			cut = "the script's declare run did not end within " DECLARE_SECS " s";
+			cut = "the script's declare run did not end within 45 s (its top level "
+			      "should only declare probes; start long work from callbacks or "
+			      "timers)";
 			break;
 		}
 		if (poll(pf, 3, (int)left) < 0 && errno != EINTR)
