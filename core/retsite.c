@@ -1,9 +1,8 @@
 /* retsite.c: chooses per function how its return is observed, and finds the return
- * instructions of a function in an ELF file by decoding its bytes with Capstone. */
+ * instructions of a function in an ELF file by decoding its bytes with Zydis. */
 #include "retsite.h"
 #include "pinfile.h"
 
-#include <capstone/capstone.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -12,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <Zydis/Zydis.h>
 
 static const char *const names[] = { "auto", "hijack", "instructions", "none" };
 
@@ -300,6 +300,37 @@ static int reachable(struct dinsn *v, size_t n, size_t entry, uint64_t *bad)
 	return 0;
 }
 
+/* The process's decoder: Zydis (Debian libzydis-dev), decoding only what the sweep
+ * reads (length, mnemonic, branch type, a relative target), no operand or text: Capstone
+ * formatted every instruction's text, 3-4 times the decoding here (bench/README.md). */
+static const ZydisDecoder *decoder(void)
+{
+	static ZydisDecoder d;
+	static int state; /* 0: not tried, 1: ready, -1: failed */
+	if (!state)
+		state = ZYAN_SUCCESS(ZydisDecoderInit(&d, ZYDIS_MACHINE_MODE_LONG_64,
+						      ZYDIS_STACK_WIDTH_64)) ? 1 : -1;
+	return state > 0 ? &d : NULL;
+}
+
+/* Is the instruction at code (decoded as in) Go's stack-growth check, `cmp rsp|r12,
+ * [r14+16]` (g.stackguard0 at 16(r14), the register ABI's g)? Its operands are decoded
+ * for this only (the first instructions of a Go function). */
+static int go_guard(const ZydisDecoder *d, const uint8_t *code, size_t left,
+		    const ZydisDecodedInstruction *in)
+{
+	ZydisDecoderContext ctx;
+	ZydisDecodedInstruction again;
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	if (in->mnemonic != ZYDIS_MNEMONIC_CMP ||
+	    !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(d, &ctx, code, left, &again)) ||
+	    !ZYAN_SUCCESS(ZydisDecoderDecodeOperands(d, &ctx, &again, ops,
+						     again.operand_count_visible)))
+		return 0;
+	return again.operand_count_visible == 2 && ops[1].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+	       ops[1].mem.base == ZYDIS_REGISTER_R14 && ops[1].mem.disp.value == 16;
+}
+
 /* Decodes the parts of function fn and lists its returns in p. Returns 0, or -1 with
  * p->why. Long on purpose: one linear sweep over each part, one case per way control
  * leaves an instruction (each with its reason for the user), then the walk from the
@@ -308,25 +339,16 @@ static int scan(const struct fsym *fn, struct dc_retplan *p)
 {
 	const struct fsym *parts[MAX_PARTS] = { fn };
 	int nparts = 1, r = -1;
-	/* one decoder and one instruction buffer for the process: cs_open and cs_malloc per
-	 * function were a good part of the scan of a large C++ library */
-	static csh h;
-	static cs_insn *insn;
-	static int opened;
-	if (!opened) {
-		if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) {
-			snprintf(p->why, sizeof(p->why), "Capstone cannot open an x86-64 decoder");
-			return -1;
-		}
-		cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
-		insn = cs_malloc(h);
-		opened = 1;
+	const ZydisDecoder *dec = decoder();
+	if (!dec) {
+		snprintf(p->why, sizeof(p->why), "Zydis cannot open an x86-64 decoder");
+		return -1;
 	}
 	int fd = cache.fd > 0 ? cache.fd : -1;
 	uint8_t *buf = NULL;
 	struct dinsn *v = NULL;
 	size_t nv = 0, capv = 0;
-	if (!insn || fd < 0) {
+	if (fd < 0) {
 		snprintf(p->why, sizeof(p->why), "cannot read %.150s", cache.path);
 		goto out;
 	}
@@ -348,12 +370,20 @@ static int scan(const struct fsym *fn, struct dc_retplan *p)
 		 * the function at its start), so that a stack copy does not enter twice */
 		int go_check = k == 0 && p->go, ninsn = 0, saw_guard = 0;
 		while (left) {
-			if (!cs_disasm_iter(h, &code, &left, &a, insn)) {
+			ZydisDecodedInstruction in;
+			if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(dec, NULL, code, left, &in))) {
 				snprintf(p->why, sizeof(p->why), "undecodable bytes at %s+0x%llx",
 					 s->name, (unsigned long long)(a - s->value));
 				goto out;
 			}
-			cs_x86 *x = &insn->detail->x86;
+			uint64_t at = a;
+			const uint8_t *here = code;
+			code += in.length;
+			left -= in.length;
+			a += in.length;
+			ZydisMnemonic m = in.mnemonic;
+			int far = in.meta.branch_type == ZYDIS_BRANCH_TYPE_FAR;
+			int ret = m == ZYDIS_MNEMONIC_RET && !far;
 			ninsn++;
 			if (nv == capv) {
 				size_t c = capv ? 2 * capv : 256;
@@ -366,45 +396,44 @@ static int scan(const struct fsym *fn, struct dc_retplan *p)
 				capv = c;
 			}
 			struct dinsn *di = &v[nv++];
-			*di = (struct dinsn){ insn->address, (uint8_t)insn->size, (uint8_t)k,
-					      insn->id == X86_INS_RET || insn->id == X86_INS_JMP ||
-					      insn->id == X86_INS_UD2 || insn->id == X86_INS_HLT ||
-					      insn->id == X86_INS_INT3,
-					      insn->id == X86_INS_RET, 0, 0 };
+			*di = (struct dinsn){ at, in.length, (uint8_t)k,
+					      ret || (m == ZYDIS_MNEMONIC_JMP && !far) ||
+					      m == ZYDIS_MNEMONIC_UD2 || m == ZYDIS_MNEMONIC_HLT ||
+					      m == ZYDIS_MNEMONIC_INT3,
+					      (uint8_t)ret, 0, 0 };
 			if (go_check && ninsn <= 3) {
-				if (insn->id == X86_INS_CMP && x->op_count == 2 &&
-				    x->operands[1].type == X86_OP_MEM &&
-				    x->operands[1].mem.base == X86_REG_R14 &&
-				    x->operands[1].mem.disp == 16)
+				if (go_guard(dec, here, left + in.length, &in))
 					saw_guard = 1;
-				else if (saw_guard && (insn->id == X86_INS_JBE || insn->id == X86_INS_JB)) {
+				else if (saw_guard && (m == ZYDIS_MNEMONIC_JBE || m == ZYDIS_MNEMONIC_JB)) {
 					p->entry = (uint64_t)addr_off(a);
 					go_check = 0;
 				}
 			}
-			if (insn->id == X86_INS_RET) {
-				if (k == 0 && insn->address == fn->value) {
+			if (ret) {
+				if (k == 0 && at == fn->value) {
 					snprintf(p->why, sizeof(p->why), "returns at its first "
 						 "instruction");
 					goto out;
 				}
 				continue; /* a site if control reaches it (below) */
 			}
-			if (insn->id == X86_INS_RETF || insn->id == X86_INS_IRET ||
-			    insn->id == X86_INS_IRETQ || insn->id == X86_INS_LJMP) {
+			if (far || m == ZYDIS_MNEMONIC_IRET || m == ZYDIS_MNEMONIC_IRETD ||
+			    m == ZYDIS_MNEMONIC_IRETQ) {
 				snprintf(p->why, sizeof(p->why), "a far return or jump at %s+0x%llx",
-					 s->name, (unsigned long long)(insn->address - s->value));
+					 s->name, (unsigned long long)(at - s->value));
 				goto out;
 			}
-			if (!cs_insn_group(h, insn, X86_GRP_JUMP))
+			/* jumps: jmp, jcc, jrcxz, loop, xbegin (its abort path) */
+			if (in.meta.category != ZYDIS_CATEGORY_UNCOND_BR &&
+			    in.meta.category != ZYDIS_CATEGORY_COND_BR)
 				continue;
-			if (x->op_count != 1 || x->operands[0].type != X86_OP_IMM) {
+			if (!(in.attributes & ZYDIS_ATTRIB_IS_RELATIVE)) {
 				snprintf(p->why, sizeof(p->why), "an indirect jump at %s+0x%llx (a "
 					 "tail call or a jump table)", s->name,
-					 (unsigned long long)(insn->address - s->value));
+					 (unsigned long long)(at - s->value));
 				goto out;
 			}
-			uint64_t t = (uint64_t)x->operands[0].imm;
+			uint64_t t = a + (uint64_t)in.raw.imm[0].value.s;
 			int inside = 0;
 			for (int j = 0; j < nparts; j++)
 				inside |= t >= parts[j]->value && t < parts[j]->value + parts[j]->size;
@@ -420,7 +449,7 @@ static int scan(const struct fsym *fn, struct dc_retplan *p)
 			}
 			snprintf(p->why, sizeof(p->why), "a jump out of the function at %s+0x%llx "
 				 "(a tail call to %s)", s->name,
-				 (unsigned long long)(insn->address - s->value),
+				 (unsigned long long)(at - s->value),
 				 ts ? ts->name : "an unnamed address");
 			goto out;
 		}

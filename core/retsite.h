@@ -46,7 +46,7 @@ int dc_returns_parse(const char *name);
  * it; not a file with .gcc_except_table: glibc has one), HIJACK otherwise. by_file is
  * for functions a user picked in a file (dc.uprobe), not a probe description's C API:
  * a C library that also links libstdc++ keeps its C functions' session returns. INSN decodes the function's bytes (its symbol's st_size,
- * plus its GCC `NAME.cold` part) with Capstone and lists its `ret`s; a function it cannot
+ * plus its GCC `NAME.cold` part) with Zydis and lists its `ret`s; a function it cannot
  * prove returns only through them (an indirect jump, a jump to another function: a tail
  * call, no `ret`, undecodable bytes, no symbol size, more than DC_RETSITE_MAX) becomes
  * NONE with the reason in out->why. Facts: the ELF file (libelf), its symbols and

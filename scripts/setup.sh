@@ -8,7 +8,7 @@ PKGS=(gcc g++ make cmake pkg-config clang llvm bpftool
       libbpf-dev libelf-dev liblua5.4-dev lua-luv-dev libuv1-dev zlib1g-dev libdeflate-dev libyaml-dev
       libssl-dev strace bpftrace procps sqlite3 libc6-dbg lmod man-db libcap2-bin util-linux
       openmpi-bin libopenmpi-dev mpich libmpich-dev hdf5-tools fio
-      libcapstone-dev golang-go libaio1
+      libzydis-dev golang-go libaio1
       munge slurmd slurmctld slurm-client libslurm-dev
       chromium chromium-driver python3-pandas python3-matplotlib python3-dask
       python3-distributed python3-mpi4py python3-h5py)
