@@ -1,6 +1,7 @@
 /* resolve.c: probe requests to attach points: libraries as the loader finds them, symbols
  * (core/elfsym.c), syscall numbers, built-in tracepoints; the warnings a user sees. */
 #include "resolve.h"
+#include "retsite.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -353,13 +354,32 @@ static int custom_in(struct dc_layer *l, const char *file, const char *shown, dc
 		dc_elf_syms_close(syms);
 		return -1;
 	}
+	/* the offsets once, and the functions' return plans made ahead, side by side
+	 * (core/retsite.h dc_retsite_prefetch): what dc_bpf_add_probe will ask */
+	uint64_t *offs = malloc(((size_t)l->nfuncs + 1) * sizeof(*offs));
+	struct dc_retsite_req *q = malloc(((size_t)l->nfuncs + 1) * sizeof(*q));
+	size_t nq = 0;
+	for (int i = 0; offs && i < l->nfuncs; i++) {
+		const struct dc_func *f = &l->funcs[i];
+		offs[i] = dc_elf_sym_offset(syms, f->name);
+		if (q && offs[i])
+			q[nq++] = (struct dc_retsite_req){ f->symbol[0] ? f->symbol : f->name,
+							   offs[i], f->returns, f->noret,
+							   l->custom };
+	}
+	if (offs && q && l->mechanism == DC_MECH_UPROBE)
+		dc_retsite_prefetch(file, q, nq);
 	int e = 0;
 	for (int i = 0; i < l->nfuncs && !e; i++) {
 		struct dc_resolved p = { l, &l->funcs[i], file,
-					 dc_elf_sym_offset(syms, l->funcs[i].name), 0 };
+					 offs ? offs[i] : dc_elf_sym_offset(syms, l->funcs[i].name),
+					 0 };
 		if (p.offset)
 			e = fn(&p, arg);
 	}
+	dc_retsite_prefetch_drop();
+	free(q);
+	free(offs);
 	dc_elf_syms_close(syms);
 	return e;
 }

@@ -4,6 +4,7 @@
 #include "pinfile.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdio.h>
@@ -493,12 +494,13 @@ out:
 	return r;
 }
 
-int dc_retsite_plan(const char *file, const char *name, uint64_t offset, int asked, int noret,
-		    int by_file, struct dc_retplan *out)
+/* The plan of one function of the cached file (readable: cache_load succeeded); reads the
+ * cache only, so the threads of dc_retsite_prefetch may run it side by side. */
+static void plan_loaded(int readable, const char *name, uint64_t offset, int asked,
+			int noret, int by_file, struct dc_retplan *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->entry = offset;
-	int readable = cache_load(file) == 0;
 	out->go = readable && cache.go;
 	int mode = asked;
 	if (mode == DC_RETURNS_AUTO) {
@@ -525,13 +527,13 @@ int dc_retsite_plan(const char *file, const char *name, uint64_t offset, int ask
 	}
 	out->mode = mode;
 	if (mode != DC_RETURNS_INSN)
-		return readable ? 0 : -1;
+		return;
 	const struct fsym *fn = readable ? sym_at(off_addr(offset), 1) : NULL;
 	if (!fn) {
 		snprintf(out->why, sizeof(out->why), readable ? "no sized symbol at its address"
 			 : "its file cannot be read");
 		out->mode = DC_RETURNS_NONE;
-		return readable ? 0 : -1;
+		return;
 	}
 	if (scan(fn, out)) {
 		out->mode = DC_RETURNS_NONE;
@@ -543,5 +545,146 @@ int dc_retsite_plan(const char *file, const char *name, uint64_t offset, int ask
 		snprintf(out->why, sizeof(out->why), "Go: goroutines share threads, returns "
 			 "cannot be paired; returns = \"instructions\" to try");
 	}
-	return 0;
+}
+
+/* A plan made ahead by dc_retsite_prefetch, kept small: most have a site or two. */
+struct pre {
+	struct dc_retsite_req q;
+	int mode, go;
+	uint64_t entry;
+	unsigned nsites;
+	uint64_t *sites;    /* malloc'd, NULL when none */
+	char *why;          /* malloc'd */
+};
+
+/* The plans of the last dc_retsite_prefetch, sorted by offset, for the file `path` as
+ * cache_load read it (the prefetch loads the cache; a plan asked of another file, or
+ * after dc_retsite_prefetch_drop, is made as before). */
+static struct {
+	char path[4096];
+	struct pre *v;
+	size_t n;
+	size_t next;        /* work handed out to the threads */
+	pthread_mutex_t lock;
+	int readable;
+} pf = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static int pre_by_offset(const void *a, const void *b)
+{
+	const struct pre *x = a, *y = b;
+	return x->q.offset < y->q.offset ? -1 : x->q.offset > y->q.offset;
+}
+
+/* Plans pf.v[] in chunks taken under pf.lock until none is left. */
+static void *prefetch_main(void *arg)
+{
+	(void)arg;
+	struct dc_retplan p;
+	for (;;) {
+		pthread_mutex_lock(&pf.lock);
+		size_t from = pf.next, to = from + 64 < pf.n ? from + 64 : pf.n;
+		pf.next = to;
+		pthread_mutex_unlock(&pf.lock);
+		if (from >= to)
+			return NULL;
+		for (size_t i = from; i < to; i++) {
+			struct pre *e = &pf.v[i];
+			plan_loaded(pf.readable, e->q.name, e->q.offset, e->q.asked, e->q.noret,
+				    e->q.by_file, &p);
+			e->mode = p.mode;
+			e->go = p.go;
+			e->entry = p.entry;
+			e->nsites = p.nsites;
+			e->sites = p.nsites ? malloc(p.nsites * sizeof(*e->sites)) : NULL;
+			if (e->sites)
+				memcpy(e->sites, p.sites, p.nsites * sizeof(*e->sites));
+			else
+				e->nsites = 0;
+			e->why = strdup(p.why);
+			if (p.nsites && !e->sites)
+				e->mode = -1; /* out of memory: planned again when asked */
+		}
+	}
+}
+
+void dc_retsite_prefetch_drop(void)
+{
+	for (size_t i = 0; i < pf.n; i++) {
+		free(pf.v[i].sites);
+		free(pf.v[i].why);
+	}
+	free(pf.v);
+	pf.v = NULL;
+	pf.n = pf.next = 0;
+	pf.path[0] = 0;
+}
+
+void dc_retsite_prefetch(const char *file, const struct dc_retsite_req *reqs, size_t n)
+{
+	dc_retsite_prefetch_drop();
+	if (!n || !(pf.v = calloc(n, sizeof(*pf.v))))
+		return;
+	pf.readable = cache_load(file) == 0;
+	decoder(); /* made here, once, not by the threads at the same time */
+	for (size_t i = 0; i < n; i++)
+		pf.v[i].q = reqs[i];
+	pf.n = n;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned nt = cpus > 1 ? (unsigned)(cpus < 8 ? cpus : 8) : 1;
+	if (n < 512)
+		nt = 1; /* a thread costs more than a few hundred small plans */
+	pthread_t t[8];
+	unsigned started = 0;
+	for (unsigned k = 1; k < nt; k++)
+		if (!pthread_create(&t[started], NULL, prefetch_main, NULL))
+			started++;
+	prefetch_main(NULL);
+	for (unsigned k = 0; k < started; k++)
+		pthread_join(t[k], NULL);
+	qsort(pf.v, pf.n, sizeof(*pf.v), pre_by_offset);
+	snprintf(pf.path, sizeof(pf.path), "%s", file);
+}
+
+/* The prefetched plan asked for exactly so (file, name, offset, asked, noret, by_file),
+ * or NULL. */
+static const struct pre *prefetched(const char *file, const char *name, uint64_t offset,
+				    int asked, int noret, int by_file)
+{
+	if (!pf.n || strcmp(pf.path, file))
+		return NULL;
+	size_t lo = 0, hi = pf.n;
+	while (lo < hi) { /* the first with that offset */
+		size_t mid = (lo + hi) / 2;
+		if (pf.v[mid].q.offset < offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < pf.n && pf.v[i].q.offset == offset; i++) {
+		const struct pre *e = &pf.v[i];
+		if (e->mode >= 0 && e->why && e->q.asked == asked && e->q.noret == noret &&
+		    e->q.by_file == by_file && !strcmp(e->q.name, name))
+			return e;
+	}
+	return NULL;
+}
+
+int dc_retsite_plan(const char *file, const char *name, uint64_t offset, int asked, int noret,
+		    int by_file, struct dc_retplan *out)
+{
+	const struct pre *e = prefetched(file, name, offset, asked, noret, by_file);
+	if (e) {
+		memset(out, 0, sizeof(*out));
+		out->mode = e->mode;
+		out->go = e->go;
+		out->entry = e->entry;
+		out->nsites = e->nsites;
+		if (e->nsites)
+			memcpy(out->sites, e->sites, e->nsites * sizeof(*e->sites));
+		snprintf(out->why, sizeof(out->why), "%s", e->why);
+		return pf.readable ? 0 : -1;
+	}
+	int readable = cache_load(file) == 0;
+	plan_loaded(readable, name, offset, asked, noret, by_file, out);
+	return readable ? 0 : -1;
 }

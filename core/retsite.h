@@ -54,4 +54,22 @@ int dc_returns_parse(const char *name);
 int dc_retsite_plan(const char *file, const char *name, uint64_t offset, int asked, int noret,
 		    int by_file, struct dc_retplan *out);
 
+/* One function dc_retsite_prefetch plans: the arguments dc_retsite_plan will be given. */
+struct dc_retsite_req {
+	const char *name;   /* kept by the caller until dc_retsite_prefetch_drop */
+	uint64_t offset;
+	int asked, noret, by_file;
+};
+
+/* Plans the functions reqs[0..n) of ELF file `file` ahead, on up to 8 threads (one per
+ * online CPU, sysconf(3) _SC_NPROCESSORS_ONLN; one for fewer than 512 functions), so
+ * that dc_retsite_plan, asked the same of the same file, returns the plan made here
+ * instead of decoding the function then: a library's tens of thousands of C++ functions
+ * decoded side by side. The plans stay until the next prefetch or
+ * dc_retsite_prefetch_drop; one that ran out of memory is made again when asked. */
+void dc_retsite_prefetch(const char *file, const struct dc_retsite_req *reqs, size_t n);
+
+/* Frees the plans of the last dc_retsite_prefetch. */
+void dc_retsite_prefetch_drop(void);
+
 #endif
