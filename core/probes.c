@@ -406,8 +406,12 @@ static int func_field(struct ctx *c, const char *key, const yaml_node_t *k,
 
 	(void)k;
 	if (strcmp(key, "name") == 0) {
-		if (get_string(c, "name", v, f->name, sizeof f->name) != 0)
+		char name[64]; /* a C function of a description: an identifier */
+		if (get_string(c, "name", v, name, sizeof name) != 0)
 			return -1;
+		free((char *)f->name);
+		if (!(f->name = strdup(name)))
+			return fail(c, node_line(v), "out of memory");
 		if (!is_ident(f->name))
 			return fail(c, node_line(v), "function name '%s' is not a C identifier",
 				    f->name);
@@ -574,8 +578,11 @@ static int top_field(struct ctx *c, const char *key, const yaml_node_t *k,
 
 		if (!fn)
 			return fail(c, node_line(v), "bad function list");
-		if (parse_func(c, fn, f) != 0)
+		if (parse_func(c, fn, f) != 0) {
+			free((char *)f->name); /* not counted in nfuncs: dc_layer_free misses it */
+			f->name = NULL;
 			return -1;
+		}
 		for (i = 0; i < l->nfuncs; i++)
 			if (strcmp(l->funcs[i].name, f->name) == 0)
 				return fail(c, f->line, "duplicate function '%s' (first at line %d)",
@@ -795,6 +802,8 @@ void dc_layer_free(struct dc_layer *l)
 		free(l->globs[i]);
 	free(l->globs);
 	free(l->gtmpl);
+	for (int i = 0; i < l->nfuncs; i++)
+		free((char *)l->funcs[i].name);
 	free(l->funcs);
 	free(l);
 }

@@ -97,7 +97,9 @@ struct dc_arg {
 #define DC_FUNC_SYSCALLS 3 /* system calls a function may name in `syscall:` */
 
 struct dc_func {
-	char name[64];          /* the function as the user knows it: the event's name */
+	const char *name;       /* the function as the user knows it: the event's name; a
+				   malloc'd copy each layer's funcs own (dc_layer_free), any
+				   length (a mangled C++ name of hundreds of bytes) */
 	char symbol[64];        /* the symbol to attach to when it differs (`symbol:`), or "" */
 	char syscall[DC_FUNC_SYSCALLS][32]; /* `syscall:` the system calls (sys_<name>,
 				   asm/unistd_64.h) the function's calls are, one call for one:

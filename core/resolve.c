@@ -146,8 +146,6 @@ struct matches {
 	int g;                  /* the glob matching now (its template: l->gtmpl[g]) */
 	int cap;                /* l->funcs has room for this many */
 	struct dc_index ix;     /* name -> l->funcs[]: tens of thousands of matches stay linear */
-	int toolong;            /* matches whose name does not fit a dc_func's name */
-	const char *first_long; /* the first of them (the symbol table's string) */
 };
 
 static uint64_t name_hash(const char *name)
@@ -166,11 +164,6 @@ static int add_match(const char *name, uint64_t offset, void *arg)
 	struct matches *m = arg;
 	struct dc_layer *l = m->l;
 	(void)offset;
-	if (strlen(name) >= sizeof(l->funcs[0].name)) {
-		if (!m->toolong++)
-			m->first_long = name;
-		return 0;
-	}
 	uint64_t h = name_hash(name);
 	if (dc_index_find(&m->ix, h, name_match, name, l) >= 0)
 		return 0;
@@ -184,13 +177,13 @@ static int add_match(const char *name, uint64_t offset, void *arg)
 		l->funcs = f;
 		m->cap = cap;
 	}
-	if (dc_index_add(&m->ix, h, l->nfuncs)) {
+	struct dc_func *f = l->funcs;
+	f[l->nfuncs] = l->gtmpl ? l->gtmpl[m->g] : l->tmpl; /* args as that glob's entry says */
+	if (!(f[l->nfuncs].name = strdup(name)) || dc_index_add(&m->ix, h, l->nfuncs)) {
+		free((char *)f[l->nfuncs].name);
 		m->ok = 0;
 		return 1;
 	}
-	struct dc_func *f = l->funcs;
-	f[l->nfuncs] = l->gtmpl ? l->gtmpl[m->g] : l->tmpl; /* args as that glob's entry says */
-	snprintf(f[l->nfuncs].name, sizeof(f->name), "%s", name);
 	l->nfuncs++;
 	return 0;
 }
@@ -215,24 +208,16 @@ static int named_exactly(const struct dc_layer *l, const struct dc_index *ix, co
 static int make_custom_funcs(struct dc_layer *l, struct dc_elf_syms *syms, const char *file,
 			     char *err, size_t errlen)
 {
-	struct matches m = { l, 1, 0, l->nfuncs, { { 0 } }, 0, NULL };
+	struct matches m = { l, 1, 0, l->nfuncs, { { 0 } } };
 	for (int g = 0; g < l->nglobs && m.ok; g++) {
-		int before = l->nfuncs, long_before = m.toolong;
+		int before = l->nfuncs;
 		m.g = g;
 		dc_elf_sym_glob(syms, l->globs[g], add_match, &m);
-		if (l->nfuncs == before && m.toolong == long_before && m.ok)
+		if (l->nfuncs == before && m.ok)
 			fprintf(stderr, "datacrumbs: warning: %s: no function of %s matches "
 				"'%s': not traced\n", l->path, file, l->globs[g]);
 	}
 	dc_index_free(&m.ix);
-	/* one line for all of them (was a misleading "no function matches" per name, and
-	 * 15,000 lines for a C++ library) */
-	if (m.toolong)
-		fprintf(stderr, "datacrumbs: warning: %s: %d function%s of %s (%.80s%s) ha%s a name "
-			"of %zu bytes or more, longer than datacrumbs keeps: not traced\n",
-			l->path, m.toolong, m.toolong > 1 ? "s" : "", file, m.first_long,
-			m.toolong > 1 ? ", ..." : "", m.toolong > 1 ? "ve" : "s",
-			sizeof(l->funcs[0].name));
 	/* the globs by name, for the "named exactly" tests below (one lookup per
 	 * function, not a pass over every glob) */
 	struct dc_index named = { { 0 } };
@@ -256,7 +241,9 @@ static int make_custom_funcs(struct dc_layer *l, struct dc_elf_syms *syms, const
 	for (int i = 0; i < l->nfuncs; i++) {
 		if (!named_exactly(l, &named, l->funcs[i].name) && dc_elf_sym_local(syms, l->funcs[i].name)) {
 			if (!nlocal++)
-				firstlocal = l->funcs[i].name;
+				firstlocal = l->funcs[i].name; /* said below, then freed */
+			else
+				free((char *)l->funcs[i].name);
 			continue;
 		}
 		l->funcs[j++] = l->funcs[i];
@@ -267,6 +254,7 @@ static int make_custom_funcs(struct dc_layer *l, struct dc_elf_syms *syms, const
 			"(%s%s), skipped: internal labels, not function entries (name one "
 			"exactly to probe it)\n", l->path, nlocal, nlocal > 1 ? "s" : "",
 			file, firstlocal, nlocal > 1 ? ", ..." : "");
+	free((char *)firstlocal);
 	/* functions whose return is unsafe to probe get entry-only probes, unless the
 	 * script names them exactly (not through a glob): then it asked for it; or
 	 * it said how their returns are seen (returns=, core/retsite.h) */

@@ -9,7 +9,9 @@ untraced, must print and exit exactly alike, and every call must be an event:
      too-deep calls back down after the catch; the same without session
      uprobes (DATACRUMBS_NO_UPROBE_SESSION=1), where the held process's links run
      dc_entry only: no uretprobe; with __cxa_begin_catch probed by the script too (its
-     calls are events, not dead frames); returns = "none": entry-only events;
+     calls are events, not dead frames); returns = "none": entry-only events; a member
+     function whose mangled name is 106 bytes (datacrumbs kept 63 before issue 12): `long
+     30`, 30 events under the whole name, each with ret i + 1;
   2. setjmp/longjmp: dc.uprobe on dc_maybe_jump of prog_setjmp (plain C: the kernel's
      return, which longjmp skips; and returns = "instructions"): `mix 100`: 50 events
      with ret, 50 unwound;
@@ -158,6 +160,15 @@ none = script(d, "none.lua", 'dc.uprobe { functions = "dc_thrower", args = { "in
 calls, _ = run_both("cxx_none", none, [THROW, "mix", "10"])
 equal(sorted(shape(e, "i") for e in calls), [(i, "entry_only") for i in range(10)],
       "returns = \"none\": entry-only events")
+
+# a C++ name of 106 bytes: its events carry it whole (a dc_func kept 63 bytes before)
+LONG = ("_ZN15datacrumbs_test46a_class_whose_name_makes_the_mangled_name_long"
+        "34a_member_function_with_a_long_nameEi")
+long_lua = script(d, "long.lua", 'dc.uprobe { functions = "_ZN15datacrumbs_test*", args = { '
+                  '"int i" }, ret = "int", layer = "APP" }')
+calls, _ = run_both("cxx_long", long_lua, [THROW, "long", "30"])
+equal(sorted((e["name"],) + shape(e, "i") for e in calls), [(LONG, i, i + 1) for i in range(30)],
+      "C++ name of %d bytes: 30 events under the whole name, with ret" % len(LONG))
 
 # --- 2. setjmp/longjmp ----------------------------------------------------------------------
 for label, extra in (("setjmp", ""), ("setjmp_insn", ', returns = "instructions"')):

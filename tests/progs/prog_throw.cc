@@ -10,6 +10,9 @@
 //   prog_throw deep N D  N rounds of dc_recurse(D), which recurses D levels and throws
 //                     from the bottom, then one dc_thrower(0, 0); prints "caught C"
 //                     (C == N: exit 0)
+//   prog_throw long N N calls of a member function whose mangled name is 106 bytes
+//                     (longer than the 63 datacrumbs kept before issue 12), i from 0,
+//                     each returning i + 1; prints "returned R" (R: their sum), exits 0
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,8 +33,27 @@ extern "C" __attribute__((noinline)) int dc_recurse(int d)
 	return dc_recurse(d - 1) + 1;
 }
 
+namespace datacrumbs_test {
+struct a_class_whose_name_makes_the_mangled_name_long {
+	static int a_member_function_with_a_long_name(int i);
+};
+__attribute__((noinline)) int
+a_class_whose_name_makes_the_mangled_name_long::a_member_function_with_a_long_name(int i)
+{
+	return i + 1;
+}
+} // namespace datacrumbs_test
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "long")) {
+		long n = atol(argv[2]), returned = 0;
+		for (long i = 0; i < n; i++)
+			returned += datacrumbs_test::a_class_whose_name_makes_the_mangled_name_long::
+				a_member_function_with_a_long_name((int)i);
+		printf("returned %ld\n", returned);
+		return 0;
+	}
 	if (argc == 4 && !strcmp(argv[1], "deep")) {
 		long n = atol(argv[2]), caught = 0;
 		for (long i = 0; i < n; i++) {
@@ -45,7 +67,7 @@ int main(int argc, char **argv)
 		return caught == n && dc_thrower(0, 0) == 1 ? 0 : 1;
 	}
 	if (argc != 2 && !(argc == 3 && !strcmp(argv[1], "mix"))) {
-		fprintf(stderr, "usage: prog_throw N | wait | mix N | deep N D\n");
+		fprintf(stderr, "usage: prog_throw N | wait | mix N | deep N D | long N\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "wait")) {
