@@ -558,7 +558,9 @@ static unsigned skip_evex(struct dc_bpf *b, unsigned from, unsigned to, unsigned
 			open_lib = b->probes[i].library;
 			fd = open_pinned(open_lib);
 		}
-		bad[i - from] = evex_first(fd, b->probes[i].at);
+		/* a return site is a near `ret` core/retsite.c decoded (0xc3 or 0xc2, after a
+		 * rep or bnd prefix at most): never EVEX, no read */
+		bad[i - from] = !b->probes[i].site_of && evex_first(fd, b->probes[i].at);
 		if (bad[i - from] && n < 5)
 			names[n] = b->probes[i].func->name;
 		n += bad[i - from];

@@ -383,7 +383,9 @@ static int scan(const struct fsym *fn, struct dc_retplan *p)
 			left -= in.length;
 			a += in.length;
 			ZydisMnemonic m = in.mnemonic;
-			int far = in.meta.branch_type == ZYDIS_BRANCH_TYPE_FAR;
+			/* a far ret or jmp (lret, ljmp); a far call returns like any call */
+			int far = in.meta.branch_type == ZYDIS_BRANCH_TYPE_FAR &&
+				  (m == ZYDIS_MNEMONIC_RET || m == ZYDIS_MNEMONIC_JMP);
 			int ret = m == ZYDIS_MNEMONIC_RET && !far;
 			ninsn++;
 			if (nv == capv) {

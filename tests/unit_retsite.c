@@ -69,6 +69,11 @@ int main(int argc, char **argv)
 	     "instruction at rs_hidden+0x0", 0, NULL, NULL);
 	static const int table[] = { 11 };
 	want("rs_table", DC_RETURNS_INSN, DC_RETURNS_INSN, "asked", 1, NULL, table);
+	want("rs_far", DC_RETURNS_INSN, DC_RETURNS_NONE, "a far return or jump at rs_far+0x1",
+	     0, NULL, NULL);
+	static const int farcall[] = { 2 }, loop[] = { 4 };
+	want("rs_farcall", DC_RETURNS_INSN, DC_RETURNS_INSN, "asked", 1, NULL, farcall);
+	want("rs_loop", DC_RETURNS_INSN, DC_RETURNS_INSN, "asked", 1, NULL, loop);
 	want("rs_one", DC_RETURNS_NONE, DC_RETURNS_NONE, "asked", 0, NULL, NULL);
 	want("rs_one", DC_RETURNS_HIJACK, DC_RETURNS_HIJACK, "asked", 0, NULL, NULL);
 	/* the entry-only list wins under auto; names and parsing */

@@ -66,7 +66,23 @@ __asm__(
 	"	movzbl (%rax,%rdi),%eax\n"
 	"	ret\n"
 	"1:	.byte 0x90,0xc3,0x22,0x33\n"
-	".size rs_table, .-rs_table\n");
+	".size rs_table, .-rs_table\n"
+	/* a far return at +1: not a function's own way out */
+	".globl rs_far\n.type rs_far,@function\nrs_far:\n"
+	"	nop\n"
+	"	lretq\n"
+	".size rs_far, .-rs_far\n"
+	/* a far call (2 bytes) returns like a call: its ret at +2 */
+	".globl rs_farcall\n.type rs_farcall,@function\nrs_farcall:\n"
+	"	lcall *(%rax)\n"
+	"	ret\n"
+	".size rs_farcall, .-rs_farcall\n"
+	/* loop is a jump: the ret at +4 is reached only through it (ud2 before it) */
+	".globl rs_loop\n.type rs_loop,@function\nrs_loop:\n"
+	"	loop 1f\n"
+	"	ud2\n"
+	"1:	ret\n"
+	".size rs_loop, .-rs_loop\n");
 
 int main(void)
 {
