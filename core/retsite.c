@@ -2,6 +2,7 @@
  * instructions of a function in an ELF file by decoding its bytes with Zydis. */
 #include "retsite.h"
 #include "pinfile.h"
+#include "plancache.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -47,6 +48,7 @@ static struct {
 	dev_t dev;
 	ino_t ino;
 	struct timespec mtime;
+	struct dc_plankey key; /* the version of the file open as fd (fstat, build-id) */
 	int ok;             /* the file was read */
 	int cxx, go;
 	struct fsym *syms;  /* sorted by value */
@@ -107,6 +109,23 @@ static int read_syms(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, size_t *cap)
 	return 0;
 }
 
+/* The GNU build-id note of section scn (elf(5): namesz, descsz, type, "GNU\0", the id)
+ * into cache.key. */
+static void build_id(Elf_Scn *scn)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	const unsigned char *p = d ? d->d_buf : NULL;
+	uint32_t nh[3];
+	if (!p || d->d_size < 16)
+		return;
+	memcpy(nh, p, sizeof(nh));
+	if (nh[0] == 4 && nh[2] == NT_GNU_BUILD_ID && !memcmp(p + 12, "GNU", 4) &&
+	    nh[1] > 0 && nh[1] <= sizeof(cache.key.build_id) && 16 + nh[1] <= d->d_size) {
+		cache.key.build_id_len = nh[1];
+		memcpy(cache.key.build_id, p + 16, nh[1]);
+	}
+}
+
 /* Reads what the plan needs of file path into the cache (once per file version).
  * Returns 0, -1 when it cannot be read. */
 static int cache_load(const char *path)
@@ -130,6 +149,12 @@ static int cache_load(const char *path)
 	int fd = open(pp, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
+	struct stat fst; /* the key: the file opened, whatever the path names now */
+	if (!fstat(fd, &fst))
+		cache.key = (struct dc_plankey){ fst.st_dev, fst.st_ino, (uint64_t)fst.st_size,
+			(uint64_t)fst.st_mtim.tv_sec * 1000000000ULL + (uint64_t)fst.st_mtim.tv_nsec,
+			(uint64_t)fst.st_ctim.tv_sec * 1000000000ULL + (uint64_t)fst.st_ctim.tv_nsec,
+			0, { 0 } };
 	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
 	size_t shstrndx, nph, cap = 0;
 	int r = -1;
@@ -155,6 +180,8 @@ static int cache_load(const char *path)
 			goto out;
 		/* DT_NEEDED libstdc++ (or libstdc++ itself): C++. Not .gcc_except_table:
 		 * glibc has one (its cancellation cleanups), and C has tail calls */
+		if (sh.sh_type == SHT_NOTE && sn && !strcmp(sn, ".note.gnu.build-id"))
+			build_id(scn);
 		if (sh.sh_type == SHT_DYNAMIC) {
 			Elf_Data *d = elf_getdata(scn, NULL);
 			for (size_t k = 0; d && sh.sh_entsize && k < sh.sh_size / sh.sh_entsize; k++) {
@@ -557,6 +584,7 @@ struct pre {
 	unsigned nsites;
 	uint64_t *sites;    /* malloc'd, NULL when none */
 	char *why;          /* malloc'd */
+	int done;           /* found in the plan cache (core/plancache.h): not planned */
 };
 
 /* The plans of the last dc_retsite_prefetch, sorted by offset, for the file `path` as
@@ -591,6 +619,8 @@ static void *prefetch_main(void *arg)
 			return NULL;
 		for (size_t i = from; i < to; i++) {
 			struct pre *e = &pf.v[i];
+			if (e->done)
+				continue;
 			plan_loaded(pf.readable, e->q.name, e->q.offset, e->q.asked, e->q.noret,
 				    e->q.by_file, &p);
 			e->mode = p.mode;
@@ -621,6 +651,67 @@ void dc_retsite_prefetch_drop(void)
 	pf.path[0] = 0;
 }
 
+/* Files of fewer functions than this are planned every time: not worth a cache file. */
+#define DC_PLANCACHE_MIN 1024
+
+/* The plans of pf.v (sorted by offset) that the plan cache has for the cached file's
+ * version: copied in and marked done. Returns how many. */
+static size_t from_cache(void)
+{
+	size_t nr, hits = 0, j = 0;
+	struct dc_planrec *r = dc_plancache_read(&cache.key, &nr);
+	for (size_t i = 0; r && i < pf.n; i++) {
+		struct pre *e = &pf.v[i];
+		int cxx = !strncmp(e->q.name, "_Z", 2);
+		while (j < nr && r[j].offset < e->q.offset)
+			j++;
+		for (size_t k = j; k < nr && r[k].offset == e->q.offset; k++) {
+			const struct dc_planrec *c = &r[k];
+			if (c->asked != e->q.asked || c->noret != e->q.noret ||
+			    c->by_file != e->q.by_file || c->cxx != cxx)
+				continue;
+			e->sites = c->nsites ? malloc(c->nsites * sizeof(*e->sites)) : NULL;
+			e->why = strdup(c->why);
+			if ((c->nsites && !e->sites) || !e->why) {
+				free(e->sites);
+				free(e->why);
+				e->sites = NULL;
+				e->why = NULL;
+				break; /* planned as if not cached */
+			}
+			if (c->nsites)
+				memcpy(e->sites, c->sites, c->nsites * sizeof(*e->sites));
+			e->mode = c->mode;
+			e->go = c->go;
+			e->entry = c->entry;
+			e->nsites = c->nsites;
+			e->done = 1;
+			hits++;
+			break;
+		}
+	}
+	dc_plancache_free(r, nr);
+	return hits;
+}
+
+/* Writes the plans of pf.v as the cached file's cache file (core/plancache.h). */
+static void to_cache(void)
+{
+	struct dc_planrec *r = calloc(pf.n + 1, sizeof(*r));
+	size_t k = 0;
+	for (size_t i = 0; r && i < pf.n; i++) {
+		const struct pre *e = &pf.v[i];
+		if (e->mode < 0 || !e->why)
+			continue;
+		r[k++] = (struct dc_planrec){ e->q.offset, e->entry, e->q.asked, e->q.noret,
+					      e->q.by_file, !strncmp(e->q.name, "_Z", 2),
+					      e->mode, e->go, e->nsites, e->sites, e->why };
+	}
+	if (r)
+		dc_plancache_write(&cache.key, r, k);
+	free(r);
+}
+
 void dc_retsite_prefetch(const char *file, const struct dc_retsite_req *reqs, size_t n)
 {
 	dc_retsite_prefetch_drop();
@@ -631,6 +722,8 @@ void dc_retsite_prefetch(const char *file, const struct dc_retsite_req *reqs, si
 	for (size_t i = 0; i < n; i++)
 		pf.v[i].q = reqs[i];
 	pf.n = n;
+	qsort(pf.v, pf.n, sizeof(*pf.v), pre_by_offset);
+	size_t hits = pf.readable ? from_cache() : 0;
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned nt = cpus > 1 ? (unsigned)(cpus < 8 ? cpus : 8) : 1;
 	if (n < 512)
@@ -643,7 +736,8 @@ void dc_retsite_prefetch(const char *file, const struct dc_retsite_req *reqs, si
 	prefetch_main(NULL);
 	for (unsigned k = 0; k < started; k++)
 		pthread_join(t[k], NULL);
-	qsort(pf.v, pf.n, sizeof(*pf.v), pre_by_offset);
+	if (pf.readable && hits < n && n >= DC_PLANCACHE_MIN)
+		to_cache();
 	snprintf(pf.path, sizeof(pf.path), "%s", file);
 }
 

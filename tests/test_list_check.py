@@ -1,5 +1,6 @@
 """test_list_check.py: `datacrumbs list` (scripts, descriptions, shadowing; --functions)
-and `datacrumbs check` (OK as a non-root user, file:line errors on broken scripts)."""
+and `datacrumbs check` (OK as a non-root user, file:line errors on broken scripts); the
+return plans' cache (root-only, per file version) through check."""
 import fnmatch
 import os
 import re
@@ -152,6 +153,100 @@ def test_long_names(wd):
             "long names: check lists each of the %d long names whole" % len(longer))
 
 
+LLVM = "/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1"
+
+
+def writable_by_others(path):
+    """The first directory of path or above it that root does not own or others may
+    write (where the plan cache is refused), or None."""
+    p = os.path.realpath(path)
+    while True:
+        st = os.stat(p)
+        if st.st_uid != 0 or st.st_mode & 0o022:
+            return p
+        if p == "/":
+            return None
+        p = os.path.dirname(p)
+
+
+def test_plan_cache(wd):
+    """The return plans of a file of 1,024 functions or more are cached per file version
+    (core/plancache.c) in a root-only directory: `check` prints the same plans with no
+    cache, writing it and reading it; a run that finds every plan there writes nothing; a
+    cache file that is not root's, or is readable by others, or is corrupt, is ignored and
+    replaced; a cache directory below a world-writable one (/tmp) is refused."""
+    if os.geteuid() != 0:
+        print("SKIP: plan cache: needs root (the cache is root's only)")
+        return
+    if not os.path.exists(LLVM):
+        print("SKIP: plan cache: no %s (Debian libllvm14, which llvm brings)" % LLVM)
+        return
+    bad = writable_by_others(wd)
+    if bad:
+        print("SKIP: plan cache: %s is not root's or is writable by others: the cache is "
+              "refused below it" % bad)
+        return
+    r = t.run_dc(["list", "--functions", LLVM + ":*"])
+    t.equal(r.returncode, 0, "plan cache: list --functions libLLVM (%s)" % r.stderr[:200])
+    names = [n for n, _ in parse_functions(r.stdout)[1]][:2000]
+    sc = os.path.join(wd, "plans.lua")
+    with open(sc, "w") as f:
+        f.write('local dc = require "datacrumbs"\ndc.uprobe { file = "%s", functions = {\n%s} }\n'
+                % (LLVM, "".join('  "%s",\n' % n for n in names)))
+    cache = os.path.join(wd, "plancache", "cache")
+    os.makedirs(os.path.dirname(cache), mode=0o700)
+    st = os.stat(os.path.realpath(LLVM))
+    fname = os.path.join(cache, "%x-%x.plans" % (st.st_dev, st.st_ino))
+
+    def check_with(where, label):
+        r = t.run_dc(["check", sc], env=env_with(DATACRUMBS_PLAN_CACHE=where, SUDO_UID=None))
+        t.equal(r.returncode, 0, "plan cache, %s: check's exit status (%s)" % (label, r.stderr[:300]))
+        return r.stdout
+
+    want = check_with("off", "no cache")
+    m = re.search(r"plans\.lua: (\d+) functions in 1 layer", want)
+    t.check(m and int(m.group(1)) >= 1024, "plan cache: more functions than the 1,024 a "
+            "cache file needs (aliases of one address count once): %r" % want[:200])
+    t.check(not os.path.exists(cache), "plan cache: off writes no cache directory")
+    t.equal(check_with(cache, "written"), want, "plan cache: the plans as made when written")
+    t.equal(sorted(os.listdir(cache)), [os.path.basename(fname)],
+            "plan cache: one file, named after libLLVM's device and inode")
+    c = os.stat(cache)
+    f = os.stat(fname)
+    t.equal((c.st_uid, c.st_mode & 0o777, f.st_uid, f.st_mode & 0o777), (0, 0o700, 0, 0o600),
+            "plan cache: the directory root's 0700, the file root's 0600")
+    t.equal(check_with(cache, "read"), want, "plan cache: the plans as made when read")
+    f2 = os.stat(fname)
+    t.equal((f2.st_ino, f2.st_mtime_ns), (f.st_ino, f.st_mtime_ns),
+            "plan cache: a run that finds every plan cached writes nothing")
+
+    def spoiled(how, label):
+        before = os.stat(fname).st_ino
+        how()
+        t.equal(check_with(cache, label), want, "plan cache, %s: the plans as made" % label)
+        a = os.stat(fname)
+        t.equal((a.st_ino != before, a.st_uid, a.st_mode & 0o777), (True, 0, 0o600),
+                "plan cache, %s: ignored, and replaced by a root file of mode 0600" % label)
+
+    spoiled(lambda: os.chown(fname, 65534, 65534), "owned by nobody")
+    spoiled(lambda: os.chmod(fname, 0o644), "readable by others")
+
+    def corrupt():
+        with open(fname, "r+b") as fh:
+            fh.seek(200)
+            b = fh.read(1)
+            fh.seek(200)
+            fh.write(bytes([b[0] ^ 0xff]))
+    spoiled(corrupt, "one byte changed")
+    under_tmp = os.path.join("/tmp", "datacrumbs-plancache-%d" % os.getpid())
+    subprocess.run(["rm", "-rf", under_tmp], check=True)
+    os.makedirs(under_tmp, mode=0o700)
+    t.equal(check_with(os.path.join(under_tmp, "c"), "below /tmp"), want,
+            "plan cache below /tmp: the plans as made")
+    t.equal(os.listdir(under_tmp), [], "plan cache below /tmp (world-writable): refused")
+    os.rmdir(under_tmp)
+
+
 def as_nobody(args, **kw):
     """Runs datacrumbs as uid/gid 65534 when root (setpriv), else as is."""
     pre = []
@@ -251,6 +346,7 @@ def main():
     test_list(wd)
     test_functions()
     test_long_names(wd)
+    test_plan_cache(wd)
     broken = os.path.join(wd, "broken")
     os.makedirs(broken)
     test_check(broken)
