@@ -250,6 +250,15 @@ int dc_bpf_trace_pid(struct dc_bpf *b, int tgid)
 	return bpf_map__update_elem(b->skel->maps.traced, &key, sizeof(key), &p, sizeof(p), BPF_ANY);
 }
 
+/* src into dst (size bytes, size > 0), cut to fit and NUL-terminated: snprintf's "%s"
+ * without its format parsing, which was a tenth of a warm 35,000-function start. */
+static void copy_str(char *dst, size_t size, const char *src)
+{
+	size_t n = strnlen(src, size - 1);
+	memcpy(dst, src, n);
+	dst[n] = 0;
+}
+
 /* Appends a probe to the table (room checked by the caller). Returns its index. */
 static int new_probe(struct dc_bpf *b, const struct dc_layer *layer, const struct dc_func *func,
 		     const char *library, uint64_t offset, int hidden)
@@ -271,7 +280,7 @@ static int new_probe(struct dc_bpf *b, const struct dc_layer *layer, const struc
 	memset(p, 0, sizeof(*p));
 	p->layer = layer;
 	p->func = func;
-	snprintf(p->library, sizeof(p->library), "%s", library);
+	copy_str(p->library, sizeof(p->library), library);
 	p->offset = offset;
 	p->at = offset;
 	p->hidden = hidden;
@@ -383,7 +392,7 @@ int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
 		      func->returns != DC_RETURNS_NONE;
 	p->go = plan.go;
 	p->at = plan.entry;
-	snprintf(p->why, sizeof(p->why), "%.95s", plan.why);
+	copy_str(p->why, sizeof(p->why), plan.why);
 	if (plan.mode == DC_RETURNS_INSN && !plan.go)
 		add_catcher(b, layer, library);
 	return i;

@@ -133,8 +133,12 @@ int dc_noret_name(const char *name)
 		"_Unwind_RaiseException", "_Unwind_Resume", "_Unwind_Resume_or_Rethrow",
 		"_Unwind_ForcedUnwind",
 	};
+	/* a first look at the first byte: all start with '_' or one of these letters (was 57
+	 * strcmp per function: 2 million for libLLVM's 35,000) */
+	if (!name[0] || (name[0] != '_' && !strchr("aceglmpqstv", name[0])))
+		return 0;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(name, names[i]))
+		if (name[0] == names[i][0] && !strcmp(name, names[i]))
 			return 1;
 	return 0;
 }

@@ -741,6 +741,15 @@ void dc_retsite_prefetch(const char *file, const struct dc_retsite_req *reqs, si
 	snprintf(pf.path, sizeof(pf.path), "%s", file);
 }
 
+/* src into dst (size bytes, size > 0), cut to fit and NUL-terminated: snprintf's "%s"
+ * without its format parsing, which was a tenth of a warm 35,000-function start. */
+static void copy_str(char *dst, size_t size, const char *src)
+{
+	size_t n = strnlen(src, size - 1);
+	memcpy(dst, src, n);
+	dst[n] = 0;
+}
+
 /* The prefetched plan asked for exactly so (file, name, offset, asked, noret, by_file),
  * or NULL. */
 static const struct pre *prefetched(const char *file, const char *name, uint64_t offset,
@@ -777,7 +786,7 @@ int dc_retsite_plan(const char *file, const char *name, uint64_t offset, int ask
 		out->nsites = e->nsites;
 		if (e->nsites)
 			memcpy(out->sites, e->sites, e->nsites * sizeof(*e->sites));
-		snprintf(out->why, sizeof(out->why), "%s", e->why);
+		copy_str(out->why, sizeof(out->why), e->why);
 		return pf.readable ? 0 : -1;
 	}
 	int readable = cache_load(file) == 0;
