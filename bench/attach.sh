@@ -10,6 +10,12 @@
 # Knobs: LIB=/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1  COUNTS="1000 10000 35000"
 #        ROUNDS=3  RETURNS=auto (dc.uprobe's returns: auto, hijack, none)
 #        OUT=/tmp/datacrumbs-attach  DATACRUMBS=build/datacrumbs  BASE=(none)
+#        MAXNAME=(none): of the first N names, only those of at most MAXNAME bytes
+#        (MAXNAME=63: the ones a build before issue 12 kept, for the same work on both)
+#        PLAN_CACHE=(none): DATACRUMBS_PLAN_CACHE for the runs: "off" plans every
+#        function every run (a file's first run); unset, the default cache, which the
+#        untimed first run of each script fills (core/plancache.h; a build before it has
+#        none, so BASE plans every run either way)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
@@ -19,6 +25,9 @@ LIB=${LIB:-/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1}
 COUNTS=${COUNTS:-"1000 10000 35000"}
 ROUNDS=${ROUNDS:-3}
 RETURNS=${RETURNS:-auto}
+MAXNAME=${MAXNAME:-}
+PLAN_CACHE=${PLAN_CACHE:-}
+[ -z "$PLAN_CACHE" ] || export DATACRUMBS_PLAN_CACHE="$PLAN_CACHE"
 OUT=${OUT:-/tmp/datacrumbs-attach}
 die() { echo "attach.sh: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root"
@@ -51,6 +60,9 @@ PY
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 report() { # NAME SCRIPT
 	local a="" d="" ba="" bd=""
+	# untimed: the page cache warm for both builds, the plan cache filled for this one
+	one "$2" "$DC" >/dev/null
+	[ -z "$BASE" ] || one "$2" "$BASE" >/dev/null
 	for _ in $(seq "$ROUNDS"); do
 		if [ -n "$BASE" ]; then
 			r=$(one "$2" "$BASE")
@@ -67,14 +79,15 @@ report() { # NAME SCRIPT
 		echo "$1: attach $(printf %s "$a" | median) ms, detach $(printf %s "$d" | median) ms (median of $ROUNDS)"
 	fi
 }
-echo "attach.sh: $DC${BASE:+ (BASE $BASE)}, $LIB ($total functions), returns = $RETURNS"
+echo "attach.sh: $DC${BASE:+ (BASE $BASE)}, $LIB ($total functions), returns = $RETURNS${MAXNAME:+, names of at most $MAXNAME bytes}${PLAN_CACHE:+, plan cache $PLAN_CACHE}"
 report "io_all.lua (89 functions)" io_all.lua
 for n in $COUNTS; do
 	[ "$n" -le "$total" ] || n=$total
 	{
 		echo 'local dc = require "datacrumbs"'
 		echo "dc.uprobe { file = \"$LIB\", returns = \"$RETURNS\", functions = {"
-		head -n "$n" "$OUT/funcs" | sed 's/.*/  "&",/'
+		head -n "$n" "$OUT/funcs" | awk -v m="$MAXNAME" 'm == "" || length($0) <= m + 0' |
+			sed 's/.*/  "&",/'
 		echo '} }'
 	} >"$OUT/attach_$n.lua"
 	report "$n functions" "$OUT/attach_$n.lua"
