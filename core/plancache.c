@@ -160,10 +160,10 @@ static void fill_header(struct header *h, const struct dc_plankey *k, uint64_t n
 
 void dc_plancache_free(struct dc_planrec *recs, size_t n)
 {
-	for (size_t i = 0; recs && i < n; i++) {
-		free((void *)recs[i].sites);
-		free((void *)recs[i].why);
-	}
+	if (!recs)
+		return;
+	free((void *)recs[n].sites); /* the records' sites and reasons: one block each */
+	free((void *)recs[n].why);
 	free(recs);
 }
 
@@ -184,7 +184,9 @@ struct dc_planrec *dc_plancache_read(const struct dc_plankey *key, size_t *n)
 	struct stat st;
 	unsigned char *b = NULL;
 	struct dc_planrec *out = NULL;
-	size_t got = 0;
+	char *whys = NULL;       /* every reason, NUL-terminated, one after the other */
+	uint64_t *sites = NULL;  /* every site: both fit in the file's size */
+	size_t got = 0, wat = 0, sat = 0;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 || st.st_nlink != 1 ||
 	    (st.st_mode & 077) || st.st_size < (off_t)(sizeof(struct header) + 4) ||
 	    st.st_size > (off_t)MAX_FILE || !(b = malloc((size_t)st.st_size)) ||
@@ -198,7 +200,8 @@ struct dc_planrec *dc_plancache_read(const struct dc_plankey *key, size_t *n)
 	memcpy(&h, b, sizeof(h));
 	want.n = h.n;
 	if (crc != (uint32_t)crc32(0, b, (uInt)len) || memcmp(&h, &want, sizeof(h)) ||
-	    h.n > len / sizeof(struct rec) || !(out = calloc(h.n + 1, sizeof(*out))))
+	    h.n > len / sizeof(struct rec) || !(out = calloc(h.n + 1, sizeof(*out))) ||
+	    !(whys = malloc(len)) || !(sites = malloc(len)))
 		goto bad;
 	size_t at = sizeof(h);
 	for (; got < h.n; got++) {
@@ -213,37 +216,36 @@ struct dc_planrec *dc_plancache_read(const struct dc_plankey *key, size_t *n)
 		    r.offset >= key->size || r.entry >= key->size || (got && r.offset <
 		    out[got - 1].offset))
 			goto bad;
-		struct dc_planrec *o = &out[got];
-		char *why = malloc(r.whylen + 1u);
-		uint64_t *sites = r.nsites ? malloc(r.nsites * sizeof(*sites)) : NULL;
-		if (!why || (r.nsites && !sites)) {
-			free(why);
-			free(sites);
-			goto bad;
-		}
+		/* each record's reason and sites fit in what is left of the file (checked
+		 * above), so in the two blocks of the file's size */
+		char *why = whys + wat;
+		uint64_t *s = sites + sat;
 		memcpy(why, b + at, r.whylen);
 		why[r.whylen] = 0;
+		wat += r.whylen + 1u;
 		at += r.whylen;
-		if (r.nsites)
-			memcpy(sites, b + at, r.nsites * sizeof(*sites));
+		memcpy(s, b + at, r.nsites * sizeof(*s));
+		sat += r.nsites;
 		at += (size_t)r.nsites * 8;
 		for (unsigned k = 0; k < r.nsites; k++)
-			if (sites[k] >= key->size) {
-				free(why);
-				free(sites);
+			if (s[k] >= key->size)
 				goto bad;
-			}
-		*o = (struct dc_planrec){ r.offset, r.entry, r.asked, r.noret, r.by_file, r.cxx,
-					  r.mode, r.go, r.nsites, sites, why };
+		out[got] = (struct dc_planrec){ r.offset, r.entry, r.asked, r.noret, r.by_file,
+						r.cxx, r.mode, r.go, r.nsites,
+						r.nsites ? s : NULL, why };
 	}
 	if (at != len)
 		goto bad;
+	out[got].sites = sites; /* the blocks, for dc_plancache_free */
+	out[got].why = whys;
 	free(b);
 	close(fd);
 	*n = got;
 	return out;
 bad:
-	dc_plancache_free(out, got);
+	free(whys);
+	free(sites);
+	free(out);
 	free(b);
 	close(fd);
 	return NULL;

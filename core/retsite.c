@@ -584,7 +584,8 @@ struct pre {
 	unsigned nsites;
 	uint64_t *sites;    /* malloc'd, NULL when none */
 	char *why;          /* malloc'd */
-	int done;           /* found in the plan cache (core/plancache.h): not planned */
+	int done;           /* found in the plan cache (core/plancache.h): not planned; its
+			       sites and why are the cache's (pf.cached), not its own */
 };
 
 /* The plans of the last dc_retsite_prefetch, sorted by offset, for the file `path` as
@@ -597,6 +598,8 @@ static struct {
 	size_t next;        /* work handed out to the threads */
 	pthread_mutex_t lock;
 	int readable;
+	struct dc_planrec *cached; /* the plan cache's records the plans point into */
+	size_t ncached;
 } pf = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static int pre_by_offset(const void *a, const void *b)
@@ -642,10 +645,15 @@ static void *prefetch_main(void *arg)
 void dc_retsite_prefetch_drop(void)
 {
 	for (size_t i = 0; i < pf.n; i++) {
+		if (pf.v[i].done)
+			continue;
 		free(pf.v[i].sites);
 		free(pf.v[i].why);
 	}
 	free(pf.v);
+	dc_plancache_free(pf.cached, pf.ncached);
+	pf.cached = NULL;
+	pf.ncached = 0;
 	pf.v = NULL;
 	pf.n = pf.next = 0;
 	pf.path[0] = 0;
@@ -670,17 +678,8 @@ static size_t from_cache(void)
 			if (c->asked != e->q.asked || c->noret != e->q.noret ||
 			    c->by_file != e->q.by_file || c->cxx != cxx)
 				continue;
-			e->sites = c->nsites ? malloc(c->nsites * sizeof(*e->sites)) : NULL;
-			e->why = strdup(c->why);
-			if ((c->nsites && !e->sites) || !e->why) {
-				free(e->sites);
-				free(e->why);
-				e->sites = NULL;
-				e->why = NULL;
-				break; /* planned as if not cached */
-			}
-			if (c->nsites)
-				memcpy(e->sites, c->sites, c->nsites * sizeof(*e->sites));
+			e->sites = (uint64_t *)c->sites; /* kept until dc_retsite_prefetch_drop */
+			e->why = (char *)c->why;
 			e->mode = c->mode;
 			e->go = c->go;
 			e->entry = c->entry;
@@ -690,7 +689,8 @@ static size_t from_cache(void)
 			break;
 		}
 	}
-	dc_plancache_free(r, nr);
+	pf.cached = r;
+	pf.ncached = nr;
 	return hits;
 }
 
