@@ -65,8 +65,11 @@ struct dc_retsite_req {
  * online CPU, sysconf(3) _SC_NPROCESSORS_ONLN; one for fewer than 512 functions), so
  * that dc_retsite_plan, asked the same of the same file, returns the plan made here
  * instead of decoding the function then: a library's tens of thousands of C++ functions
- * decoded side by side. The plans stay until the next prefetch or
- * dc_retsite_prefetch_drop; one that ran out of memory is made again when asked. */
+ * decoded side by side. As root, plans of this file version found in the plan cache
+ * (core/plancache.h) are taken from there, and when some were not and n >= 1024 the
+ * plans made are written there for the next run. The plans stay until the next
+ * prefetch or dc_retsite_prefetch_drop; one that ran out of memory is made again when
+ * asked. */
 void dc_retsite_prefetch(const char *file, const struct dc_retsite_req *reqs, size_t n);
 
 /* Frees the plans of the last dc_retsite_prefetch. */
