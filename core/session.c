@@ -1078,7 +1078,9 @@ static int attach_probes(struct session *s)
 static void start_loop(struct session *s)
 {
 	const struct dc_opts *o = s->o;
-	/* the loop: ring buffer, signals, the flush timer, the -p process's pidfd */
+	/* the loop: ring buffer, signals, the flush timer, the -p process's pidfd; its timers
+	 * count from now, not from the loop's first (cached) time before attach */
+	uv_update_time(&s->loop);
 	uv_poll_init(&s->loop, &s->rb_poll, dc_consumer_fd(s->cons));
 	s->rb_poll.data = s;
 	uv_poll_start(&s->rb_poll, UV_READABLE, on_ringbuf);
@@ -1092,6 +1094,7 @@ static void start_loop(struct session *s)
 	s->flush_timer.data = s;
 	uv_timer_start(&s->flush_timer, on_flush, o->flush_ms, o->flush_ms);
 	s->status_line = !o->quiet && !o->no_status && isatty(2);
+	s->st_ns = mono_ns(); /* the first line's rate: since the flush timer started */
 	uv_timer_init(&s->loop, &s->drain_timer);
 	s->drain_timer.data = s;
 	uv_timer_start(&s->drain_timer, on_drain, DC_DRAIN_MS, DC_DRAIN_MS);
