@@ -226,7 +226,7 @@ static void apply_effect(struct dc_consumer *c, struct dc_proc_files *pf,
 		ret = (int)e->aux;
 		__attribute__((fallthrough)); /* the FILE's fd opens the path */
 	case DC_FX_OPEN:
-		dc_files_set_fd_at(pf, ret, path, e->ts);
+		dc_files_set_fd_at(pf, ret, path, e->ts + e->dur);
 		/* for page cache and VFS events, which know only the inode */
 		if (!path)
 			break;
@@ -243,15 +243,15 @@ static void apply_effect(struct dc_consumer *c, struct dc_proc_files *pf,
 			dc_files_set_fd_at(pf, d->fd, NULL, e->ts);
 		break;
 	case DC_FX_DUP:
-		dc_files_set_fd_at(pf, ret, fdpath, e->ts);
+		dc_files_set_fd_at(pf, ret, fdpath, e->ts + e->dur);
 		break;
 	case DC_FX_DUP2:
 		if ((int)e->args[1] != fd)
-			dc_files_set_fd_at(pf, (int)e->args[1], fdpath, e->ts);
+			dc_files_set_fd_at(pf, (int)e->args[1], fdpath, e->ts + e->dur);
 		break;
 	case DC_FX_FCNTL:
 		if ((int)e->args[1] == F_DUPFD || (int)e->args[1] == F_DUPFD_CLOEXEC)
-			dc_files_set_fd_at(pf, ret, fdpath, e->ts);
+			dc_files_set_fd_at(pf, ret, fdpath, e->ts + e->dur);
 		break;
 	case DC_FX_CHDIR:
 		if (path)
