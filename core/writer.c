@@ -555,7 +555,7 @@ struct dc_writer *dc_writer_fdopen(int fd, const char *path, int compress,
 		goto fail_msg;
 	}
 	off_t good = lseek(fd, 0, SEEK_CUR);
-	w->t = dc_wthread_start(fd, good < 0 ? 0 : good, w->compress ? DC_WT_LEVEL : 0);
+	w->t = dc_wthread_start(fd, good < 0 ? 0 : good, w->compress);
 	if (w->t == NULL) {
 		why = errno == ENOMEM ? "out of memory" : "cannot start the writer thread";
 		goto fail_msg;

@@ -16,7 +16,7 @@ void dc_hash(const void *data, size_t len, char out[17]);
 
 /* Writes a trace to fd (open for writing, positioned where the trace starts; `path` names
  * it in messages); the writer owns fd from now on, also on failure. compress=1 writes gzip
- * members (RFC 1952, libdeflate at wthread.h DC_WT_LEVEL, one per text buffer of up to
+ * members (RFC 1952, ISA-L igzip at wthread.h DC_WT_LEVEL, one per text buffer of up to
  * 1 MiB, compressed and written by the writer's own thread), 0 a plain .pfw (written by that
  * thread too). Writes "[\n" and the HH record
  * for `hostname` (pid, tid of that record given). Returns NULL and fills err (one line
