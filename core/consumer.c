@@ -399,19 +399,20 @@ static int64_t record_bytes(const struct dc_consumer *c, const struct dc_record 
 	return -1;
 }
 
-/* The bytes call e (record r, ret as record_ret gave it) moved, by the probe's rule
+/* The bytes call e (record r, ret as record_ret gave it, asked its record_bytes) moved, by
+ * the probe's rule
  * (dc_probe_moved, the one BPF applies in profile mode): ret bounded by the count, fread's
  * ret items x size, an MPI call's bytes from its MPI_Status (the `status` argument) or,
  * without one (MPI_STATUS_IGNORE), the count when it returned MPI_SUCCESS. -1: the call
  * has no such figure (or did not return). */
-static int64_t record_moved(const struct dc_consumer *c, const struct dc_record *r,
+static int64_t record_moved(int64_t asked, const struct dc_record *r,
 			    const struct dc_probe *pr,
 			    const struct dc_pinfo *rule, const struct dc_event *e, int64_t ret,
 			    int finished)
 {
 	if (rule->moved == DC_PM_NONE || !finished)
 		return -1;
-	int64_t asked = record_bytes(c, r, pr), size = (int64_t)e->args[rule->b1];
+	int64_t size = (int64_t)e->args[rule->b1];
 	switch (rule->moved) {
 	case DC_PM_RET:
 		return asked >= 0 && ret >= 0 && ret <= asked ? ret : 0;
@@ -861,12 +862,13 @@ static void note_parent(struct dc_consumer *c, const struct dc_record *r)
 static void deliver(struct dc_consumer *c, struct dc_record *r, const struct dc_probe *pr,
 		    const struct pquote *pq, const struct dc_event *e, int finished, int64_t ret)
 {
-	int64_t moved = record_moved(c, r, pr, &c->bytes[e->probe], e, ret, finished);
+	int64_t asked = record_bytes(c, r, pr); /* again after a callback, which may change it */
+	int64_t moved = record_moved(asked, r, pr, &c->bytes[e->probe], e, ret, finished);
 	if (c->profiling) { /* a call BPF could not aggregate (it names a path); one that
 			       never returned is not a call to count */
 		if (finished)
 			dc_profile_add(c->prof, r->pid, e->probe, e->ts + e->dur, e->dur,
-				       record_bytes(c, r, pr), moved, r->path);
+				       asked, moved, r->path);
 		return;
 	}
 	/* the thread's slot, looked up once: valid until the script's callback, which may
@@ -881,8 +883,10 @@ static void deliver(struct dc_consumer *c, struct dc_record *r, const struct dc_
 	}
 	name_thread(c, th, r->pid, r->tid);
 	int parent = took_parent(th, r);
+	int called = 0; /* the script's callback saw r (and may have changed it) */
 	if (c->script && (dc_script_drops_path(c->script, r->path) ||
-			  (dc_script_wants_events(c->script) && !dc_script_event(c->script, r))) &&
+			  ((called = dc_script_wants_events(c->script)) &&
+			   !dc_script_event(c->script, r))) &&
 	    !parent) { /* a call its written nested calls name stays: the nesting stays valid */
 		c->dropped++;
 		return;
@@ -893,7 +897,8 @@ static void deliver(struct dc_consumer *c, struct dc_record *r, const struct dc_
 	note_parent(c, r);
 	c->written++;
 	if (c->prof)
-		dc_profile_total(c->prof, r->pid, e->probe, e->dur, record_bytes(c, r, pr), moved,
+		dc_profile_total(c->prof, r->pid, e->probe, e->dur,
+				 called ? record_bytes(c, r, pr) : asked, moved,
 				 r->path);
 }
 

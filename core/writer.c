@@ -76,6 +76,9 @@ struct dc_writer {
 	char hhash[17];
 	char xtail[64]; /* ,"ph":"X","args":{"hhash":"HHHH" : a complete event's fixed middle */
 	size_t xtail_len;
+	uint64_t ts_hi;     /* the last ts / 10^6 (its seconds), and ts_text: it in decimal */
+	size_t ts_len;
+	char ts_text[24];
 	int pt_pid, pt_tid; /* the last event's pid and tid, and pt: them as `,"pid":P,"tid":T` */
 	size_t pt_len;
 	char pt[48];
@@ -409,6 +412,16 @@ static const uint64_t dc_pow10[20] = {
  * bytes reserved. */
 static void put_u64(struct dc_line *l, uint64_t v)
 {
+	if (v < 100) { /* most args: fds, small counts, 0, 1 */
+		if (v < 10) {
+			l->p[l->len++] = (char)('0' + v);
+		} else {
+			l->p[l->len] = dc_digits2[v * 2];
+			l->p[l->len + 1] = dc_digits2[v * 2 + 1];
+			l->len += 2;
+		}
+		return;
+	}
 	/* digits: floor(log10(v)) + 1, from log2 (bit length x 1233 / 4096 is log10(2) x the
 	 * bit length, rounded down; one comparison corrects it) */
 	unsigned t = ((64u - (unsigned)__builtin_clzll(v | 1)) * 1233u) >> 12;
@@ -801,13 +814,45 @@ static void put_pid_tid(struct dc_writer *w, int pid, int tid)
 	l->len += w->pt_len;
 }
 
+/* A complete event's ts (us since the epoch: 16 digits for 300 years): the digits of its
+ * seconds are those of the last event most of the time, then only the 6 of its us are
+ * formatted. Needs 20 bytes reserved. */
+static void put_ts(struct dc_writer *w, uint64_t ts_us)
+{
+	struct dc_line *l = &w->ev;
+	uint64_t hi = ts_us / 1000000;
+	unsigned lo = (unsigned)(ts_us % 1000000);
+
+	if (hi == 0) {
+		put_u64(l, ts_us);
+		return;
+	}
+	if (hi != w->ts_hi || w->ts_len == 0) {
+		struct dc_line t = { .p = w->ts_text, .cap = sizeof(w->ts_text) };
+
+		put_u64(&t, hi);
+		w->ts_len = t.len;
+		w->ts_hi = hi;
+	}
+	char *p = l->p + l->len;
+	memcpy(p, w->ts_text, 16); /* the digits, then what the next stores overwrite */
+	p += w->ts_len;
+	p[0] = dc_digits2[(lo / 10000) * 2];
+	p[1] = dc_digits2[(lo / 10000) * 2 + 1];
+	p[2] = dc_digits2[(lo / 100 % 100) * 2];
+	p[3] = dc_digits2[(lo / 100 % 100) * 2 + 1];
+	p[4] = dc_digits2[(lo % 100) * 2];
+	p[5] = dc_digits2[(lo % 100) * 2 + 1];
+	l->len += w->ts_len + 6;
+}
+
 /* The rest of a complete event's fixed fields: ts, dur, ph, and the args' hhash. */
 static void put_ts_dur(struct dc_writer *w, uint64_t ts_us, uint64_t dur_us)
 {
 	struct dc_line *l = &w->ev;
 
 	put_str(l, ",\"ts\":");
-	put_u64(l, ts_us);
+	put_ts(w, ts_us);
 	put_str(l, ",\"dur\":");
 	put_u64(l, dur_us);
 	put_raw(l, w->xtail, w->xtail_len);

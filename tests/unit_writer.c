@@ -446,8 +446,9 @@ static void test_big_trace(const char *dir)
 	printf("unit_writer: wrote %s\n", path);
 }
 
-/* One event of test_quoted: every digit count (10^k - 1 and 10^k) in its args, a
- * name longer than the writer's one-pass quoting (64 bytes) and one that needs escaping;
+/* One event of test_quoted: ts across 12 seconds, every digit count (10^k - 1 and 10^k)
+ * in its args, a name longer than the writer's one-pass quoting (64 bytes) and one that
+ * needs escaping;
  * written with the plain calls (q NULL) or the pre-quoted ones, the same bytes wanted.
  * Every 7th event, an FH record comes while the event is being built. Appends the text
  * the event must give to want (snprintf, independent of the writer). */
@@ -470,9 +471,9 @@ static void quoted_event(struct dc_writer *w, size_t i, const struct dc_qname *q
 	snprintf(path, sizeof(path), "/data/q%zu", i / 7);
 	fh = i % 7 == 3 ? NULL : dc_writer_file(w, pid, tid, path);
 	if (qn != NULL)
-		dc_writer_begin_q(w, i + 1, &qn[i % 3], pid, tid, TS + i, v[i % 7]);
+		dc_writer_begin_q(w, i + 1, &qn[i % 3], pid, tid, TS + i * 997, v[i % 7]);
 	else
-		dc_writer_begin(w, i + 1, name, "POSIX", pid, tid, TS + i, v[i % 7]);
+		dc_writer_begin(w, i + 1, name, "POSIX", pid, tid, TS + i * 997, v[i % 7]);
 	if (fh == NULL) /* its FH record lands before the event */
 		fh = dc_writer_file(w, pid, tid, path);
 	long e = dc_json_escape(esc, sizeof(esc), name, strlen(name));
@@ -480,7 +481,7 @@ static void quoted_event(struct dc_writer *w, size_t i, const struct dc_qname *q
 			      "{\"id\":%zu,\"name\":\"%.*s\",\"cat\":\"POSIX\",\"pid\":%d,\"tid\":%d,"
 			      "\"ts\":%llu,\"dur\":%llu,\"ph\":\"X\",\"args\":{\"hhash\":"
 			      "\"2dbbcec2c820dc4c\"", i + 1, (int)e, esc, pid, tid,
-			      (unsigned long long)(TS + i), (unsigned long long)v[i % 7]);
+			      (unsigned long long)(TS + i * 997), (unsigned long long)v[i % 7]);
 	if (qk != NULL) {
 		dc_writer_arg_hash_q(w, &qk[0], fh);
 		dc_writer_arg_int_q(w, &qk[1], (int64_t)v[i % 19]);
