@@ -41,7 +41,7 @@ struct queue {
  * records are copied once, from the ring buffer); past this many the last one grows. */
 #define DC_PEND_MAX 8
 /* Emptied queue buffers kept for the drain thread to fill next (the others are freed). */
-#define DC_SPARE_MAX 2
+#define DC_SPARE_MAX 4
 
 struct shard {
 	pthread_mutex_t mu;       /* the ring's consumer position and `in` */
