@@ -1,8 +1,10 @@
 /* gzlevel.c: the writer's compression measured on a real trace: its JSON cut into 1 MiB
  * buffers on line ends (as core/writer.c does), each compressed as one gzip member by zlib
- * (level 6, what the writer used before) and libdeflate at levels 1, 3, 6, 9; prints bytes
- * per event and MB/s of input for each. Usage: gzlevel TRACE.pfw.gz... (bench/README.md) */
+ * (level 6, the first writer's), libdeflate at levels 1, 3, 6, 9 (the writer's before ISA-L)
+ * and ISA-L igzip at levels 0..3 (the writer's: level 1); prints bytes per event and MB/s
+ * of input for each. Usage: gzlevel TRACE.pfw.gz... (bench/README.md) */
 #define _GNU_SOURCE
+#include <isa-l/igzip_lib.h>
 #include <libdeflate.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,9 +60,37 @@ static size_t zlib_member(const char *in, size_t n, unsigned char *out, size_t c
 	return r;
 }
 
+/* ISA-L igzip at level (0..3), one stateless gzip member, as core/wthread.c writes them. */
+static size_t isal_member(int level, const char *in, size_t n, unsigned char *out, size_t cap)
+{
+	static const uint32_t need[] = { ISAL_DEF_LVL0_DEFAULT, ISAL_DEF_LVL1_DEFAULT,
+					 ISAL_DEF_LVL2_DEFAULT, ISAL_DEF_LVL3_DEFAULT };
+	static unsigned char *lb;
+	struct isal_zstream z;
+
+	if (lb == NULL && (lb = malloc(ISAL_DEF_LVL3_DEFAULT)) == NULL)
+		exit(1);
+	isal_deflate_stateless_init(&z);
+	z.level = (uint32_t)level;
+	z.level_buf = lb;
+	z.level_buf_size = need[level];
+	z.gzip_flag = IGZIP_GZIP;
+	z.end_of_stream = 1;
+	z.next_in = (uint8_t *)in;
+	z.avail_in = (uint32_t)n;
+	z.next_out = out;
+	z.avail_out = (uint32_t)cap;
+	if (isal_deflate_stateless(&z) != COMP_OK) {
+		fprintf(stderr, "gzlevel: igzip level %d failed\n", level);
+		exit(1);
+	}
+	return z.total_out;
+}
+
 int main(int argc, char **argv)
 {
-	static const int levels[] = { 0, 1, 3, 6, 9 }; /* 0: zlib 6 */
+	/* 0: zlib 6; 1..9: libdeflate; 100 + L: igzip level L */
+	static const int levels[] = { 0, 1, 3, 6, 9, 100, 101, 102, 103 };
 
 	for (int a = 1; a < argc; a++) {
 		size_t len, events = 0;
@@ -77,7 +107,8 @@ int main(int argc, char **argv)
 		printf("  %-14s %12s %10s %10s\n", "compressor", "bytes", "B/event", "MB/s");
 		for (size_t l = 0; l < sizeof(levels) / sizeof(levels[0]); l++) {
 			struct libdeflate_compressor *c =
-				levels[l] ? libdeflate_alloc_compressor(levels[l]) : NULL;
+				levels[l] && levels[l] < 100 ? libdeflate_alloc_compressor(levels[l])
+							     : NULL;
 			size_t total = 0, off = 0;
 			double t0 = now();
 
@@ -87,12 +118,17 @@ int main(int argc, char **argv)
 					while (n > 1 && text[off + n - 1] != '\n')
 						n--;
 				total += c ? libdeflate_gzip_compress(c, text + off, n, out, 2 * BUF)
+					   : levels[l] >= 100
+					   ? isal_member(levels[l] - 100, text + off, n, out, 2 * BUF)
 					   : zlib_member(text + off, n, out, 2 * BUF);
 				off += n;
 			}
 			double dt = now() - t0;
 			char name[32];
-			snprintf(name, sizeof(name), c ? "libdeflate %d" : "zlib 6", levels[l]);
+			if (levels[l] >= 100)
+				snprintf(name, sizeof(name), "igzip %d", levels[l] - 100);
+			else
+				snprintf(name, sizeof(name), c ? "libdeflate %d" : "zlib 6", levels[l]);
 			printf("  %-14s %12zu %10.2f %10.1f\n", name, total,
 			       (double)total / (events ? events : 1), len / dt / 1e6);
 			if (c)

@@ -25,7 +25,7 @@ static const char check_help[] =
 "library CMD loads (the one /bin/sh loads when no CMD is given) and each function's file\n"
 "offset; for syscall layers the syscall numbers; for tracepoint and kernel layers the\n"
 "names. Warns as a run does about what would not be traced, then prints a summary:\n"
-"  io_posix.lua: 72 functions in 2 layers: POSIX (libc.so.6: 65, ...) ... OK\n"
+"  io_posix.lua: 78 functions in 3 layers: POSIX (syscalls: 56, libc.so.6: 4), AIO ... OK\n"
 "Needs no root and starts no command.\n"
 "\n"
 "options (before SCRIPT):\n"

@@ -20,6 +20,30 @@
 
 #define NAME_SLOTS 4096  /* open addressing; pids and threads seen, grows by rehash */
 
+/* The args keys the consumer writes itself, quoted once (writer.h dc_qkey), by QK_*. */
+enum { QK_COUNT, QK_SIZE, QK_FD, QK_RET, QK_ERRNO, QK_ASYNC, QK_ENTRY_ONLY, QK_UNWOUND,
+       QK_UNFINISHED, QK_BYTES, QK_PATHNAME, QK_LEVEL, QK_P_IDX, QK_FHASH, QK_FHASH2, QK_N };
+static const char *const qk_names[QK_N] = {
+	"count", "size", "fd", "ret", "errno", "async", "entry_only", "unwound", "unfinished",
+	"bytes", "pathname", "level", "p_idx", "fhash", "fhash2",
+};
+
+/* A key quoted once: one per distinct name (probe args and QK_*), so that one name has
+ * one dc_qkey (record_bytes compares them). */
+struct qkname {
+	char name[32];           /* as struct dc_arg's name */
+	int ok;                  /* q is made (the quoted key fits DC_QKEY_MAX) */
+	struct dc_qkey q;
+};
+
+/* What a probe's records write the same every time, quoted when its first record comes:
+ * its name and layer, and its args' keys (NULL: written with the plain calls). */
+struct pquote {
+	struct dc_qname nc;
+	const struct dc_qkey *arg[DC_PROBE_ARGS];
+	int sizei;               /* the `long size` argument (the last so named), -1 none */
+};
+
 struct seen {
 	uint64_t key;   /* pid << 32 | tid, 0: empty */
 	char name[48];  /* process name (tid 0 entries) */
@@ -37,6 +61,8 @@ struct seen {
 	 * calls naming a parent the trace lacks (the validator's p_idx rule) */
 	uint64_t parents_named[DC_MAX_DEPTH];
 	unsigned next_parent;
+	unsigned nkids, nparents; /* slots in use of kid_parent and parents_named (0: the
+				     per-event scans of them are skipped) */
 };
 
 struct dc_consumer {
@@ -60,6 +86,10 @@ struct dc_consumer {
 	struct dc_profile *prof;   /* totals, and profile mode's aggregates (profiling) */
 	int profiling;             /* profile mode: calls are aggregated, not written */
 	struct dc_htab seen;       /* of struct seen, NAME_SLOTS at first */
+	struct qkname **kn;        /* the keys quoted so far, nkn of them */
+	unsigned nkn, kncap;
+	const struct dc_qkey *qk[QK_N];
+	struct pquote **pq;        /* per probe (nknown), NULL until its first record */
 	struct dc_record rec;      /* reused for every event */
 	char path[DC_PATH_MAX * 2];
 	char rpath[DC_PATH_MAX * 2]; /* the kernel's path of it (dc_files_real) */
@@ -159,8 +189,52 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-/* Serializes a record: FH record for its path first, then the complete event. */
-static void write_record(struct dc_consumer *c, const struct dc_record *r)
+/* The quoted key of `name` (made the first time); NULL when it does not fit a dc_qkey. */
+static const struct dc_qkey *quoted_key(struct dc_consumer *c, const char *name)
+{
+	for (unsigned i = 0; i < c->nkn; i++)
+		if (!strcmp(c->kn[i]->name, name))
+			return c->kn[i]->ok ? &c->kn[i]->q : NULL;
+	if (c->nkn == c->kncap) {
+		unsigned cap = c->kncap ? 2 * c->kncap : 64;
+		struct qkname **kn = realloc(c->kn, cap * sizeof(*kn));
+		if (!kn)
+			dc_oom();
+		c->kn = kn;
+		c->kncap = cap;
+	}
+	struct qkname *k = calloc(1, sizeof(*k));
+	if (!k)
+		dc_oom();
+	snprintf(k->name, sizeof(k->name), "%s", name);
+	k->ok = strlen(name) < sizeof(k->name) && dc_qkey_make(&k->q, name) == 0;
+	c->kn[c->nkn++] = k;
+	return k->ok ? &k->q : NULL;
+}
+
+/* Probe pr's (number `probe`) quoted name, layer and keys, made on its first record. */
+static const struct pquote *probe_quotes(struct dc_consumer *c, unsigned probe,
+					 const struct dc_probe *pr)
+{
+	if (c->pq[probe])
+		return c->pq[probe];
+	struct pquote *q = calloc(1, sizeof(*q));
+	if (!q || dc_qname_make(&q->nc, pr->func->name, pr->layer->name) < 0)
+		dc_oom();
+	q->sizei = -1;
+	for (int i = 0; i < pr->func->nargs && i < DC_PROBE_ARGS; i++) {
+		q->arg[i] = quoted_key(c, pr->func->args[i].name);
+		if (pr->func->args[i].kind == DC_ARG_LONG && !strcmp(pr->func->args[i].name, "size"))
+			q->sizei = i;
+	}
+	c->pq[probe] = q;
+	return q;
+}
+
+/* Serializes a record: FH record for its path first, then the complete event. nc: its
+ * name and layer quoted beforehand (NULL: from r). */
+static void write_record(struct dc_consumer *c, const struct dc_record *r,
+			 const struct dc_qname *nc)
 {
 	const char *fh = r->path ? dc_writer_file(c->w, r->pid, r->tid, r->path) : NULL;
 	char fh2[17] = "";
@@ -168,20 +242,28 @@ static void write_record(struct dc_consumer *c, const struct dc_record *r)
 		snprintf(fh2, sizeof(fh2), "%s", dc_writer_file(c->w, r->pid, r->tid, r->path2));
 	if (fh && r->path2)
 		fh = dc_writer_file(c->w, r->pid, r->tid, r->path);
-	dc_writer_begin(c->w, r->id, r->name, r->cat, r->pid, r->tid, r->ts_us, r->dur_us);
+	if (nc)
+		dc_writer_begin_q(c->w, r->id, nc, r->pid, r->tid, r->ts_us, r->dur_us);
+	else
+		dc_writer_begin(c->w, r->id, r->name, r->cat, r->pid, r->tid, r->ts_us, r->dur_us);
 	if (r->level > 0) {
-		dc_writer_arg_int(c->w, "level", r->level);
-		dc_writer_arg_int(c->w, "p_idx", r->p_idx);
+		dc_writer_arg_int_q(c->w, c->qk[QK_LEVEL], r->level);
+		dc_writer_arg_int_q(c->w, c->qk[QK_P_IDX], r->p_idx);
 	}
 	if (fh)
-		dc_writer_arg_str(c->w, "fhash", fh);
+		dc_writer_arg_hash_q(c->w, c->qk[QK_FHASH], fh);
 	if (fh2[0])
-		dc_writer_arg_str(c->w, "fhash2", fh2);
+		dc_writer_arg_hash_q(c->w, c->qk[QK_FHASH2], fh2);
 	for (int i = 0; i < r->nargs; i++) {
-		if (r->args[i].is_str)
-			dc_writer_arg_str(c->w, r->args[i].key, r->args[i].s);
+		const struct dc_rec_arg *a = &r->args[i];
+		if (a->is_str && a->q)
+			dc_writer_arg_str_q(c->w, a->q, a->s);
+		else if (a->is_str)
+			dc_writer_arg_str(c->w, a->key, a->s);
+		else if (a->q)
+			dc_writer_arg_int_q(c->w, a->q, a->i);
 		else
-			dc_writer_arg_int(c->w, r->args[i].key, r->args[i].i);
+			dc_writer_arg_int(c->w, a->key, a->i);
 	}
 	dc_writer_end(c->w);
 }
@@ -226,7 +308,7 @@ static void apply_effect(struct dc_consumer *c, struct dc_proc_files *pf,
 		ret = (int)e->aux;
 		__attribute__((fallthrough)); /* the FILE's fd opens the path */
 	case DC_FX_OPEN:
-		dc_files_set_fd_at(pf, ret, path, e->ts);
+		dc_files_set_fd_at(pf, ret, path, e->ts + e->dur);
 		/* for page cache and VFS events, which know only the inode */
 		if (!path)
 			break;
@@ -243,15 +325,15 @@ static void apply_effect(struct dc_consumer *c, struct dc_proc_files *pf,
 			dc_files_set_fd_at(pf, d->fd, NULL, e->ts);
 		break;
 	case DC_FX_DUP:
-		dc_files_set_fd_at(pf, ret, fdpath, e->ts);
+		dc_files_set_fd_at(pf, ret, fdpath, e->ts + e->dur);
 		break;
 	case DC_FX_DUP2:
 		if ((int)e->args[1] != fd)
-			dc_files_set_fd_at(pf, (int)e->args[1], fdpath, e->ts);
+			dc_files_set_fd_at(pf, (int)e->args[1], fdpath, e->ts + e->dur);
 		break;
 	case DC_FX_FCNTL:
 		if ((int)e->args[1] == F_DUPFD || (int)e->args[1] == F_DUPFD_CLOEXEC)
-			dc_files_set_fd_at(pf, ret, fdpath, e->ts);
+			dc_files_set_fd_at(pf, ret, fdpath, e->ts + e->dur);
 		break;
 	case DC_FX_CHDIR:
 		if (path)
@@ -301,28 +383,36 @@ static void apply_effect(struct dc_consumer *c, struct dc_proc_files *pf,
 /* The bytes a record counts in aggregates: its `count` arg (bytes asked; for kernel
  * tracepoint events, the last of `count` and `size`), as BPF computes them in profile
  * mode (core/attach.c pinfo_of). -1: none. */
-static int64_t record_bytes(const struct dc_record *r, const struct dc_probe *pr)
+static int64_t record_bytes(const struct dc_consumer *c, const struct dc_record *r,
+			    const struct dc_probe *pr)
 {
 	int tp = pr->mech == DC_MECH_TRACEPOINT;
-	for (int i = r->nargs - 1; i >= 0; i--)
-		if (!r->args[i].is_str && (!strcmp(r->args[i].key, "count") ||
-					   (tp && !strcmp(r->args[i].key, "size"))))
-			return r->args[i].i;
+	for (int i = r->nargs - 1; i >= 0; i--) {
+		const struct dc_rec_arg *a = &r->args[i];
+		if (a->is_str)
+			continue;
+		/* a quoted key is its name's one dc_qkey (quoted_key) */
+		if (a->q ? a->q == c->qk[QK_COUNT] || (tp && a->q == c->qk[QK_SIZE])
+			 : !strcmp(a->key, "count") || (tp && !strcmp(a->key, "size")))
+			return a->i;
+	}
 	return -1;
 }
 
-/* The bytes call e (record r, ret as record_ret gave it) moved, by the probe's rule
+/* The bytes call e (record r, ret as record_ret gave it, asked its record_bytes) moved, by
+ * the probe's rule
  * (dc_probe_moved, the one BPF applies in profile mode): ret bounded by the count, fread's
  * ret items x size, an MPI call's bytes from its MPI_Status (the `status` argument) or,
  * without one (MPI_STATUS_IGNORE), the count when it returned MPI_SUCCESS. -1: the call
  * has no such figure (or did not return). */
-static int64_t record_moved(const struct dc_record *r, const struct dc_probe *pr,
+static int64_t record_moved(int64_t asked, const struct dc_record *r,
+			    const struct dc_probe *pr,
 			    const struct dc_pinfo *rule, const struct dc_event *e, int64_t ret,
 			    int finished)
 {
 	if (rule->moved == DC_PM_NONE || !finished)
 		return -1;
-	int64_t asked = record_bytes(r, pr), size = (int64_t)e->args[rule->b1];
+	int64_t size = (int64_t)e->args[rule->b1];
 	switch (rule->moved) {
 	case DC_PM_RET:
 		return asked >= 0 && ret >= 0 && ret <= asked ? ret : 0;
@@ -350,19 +440,19 @@ static int64_t record_moved(const struct dc_record *r, const struct dc_probe *pr
  * sums in profile mode): size x nmemb (bytes asked), or elements x the MPI datatype's size
  * (Open MPI's read when the call returned). The single-argument rules need nothing: that
  * argument is recorded as `count` itself. */
-static void record_count(struct dc_record *r, const struct dc_probe *pr,
+static void record_count(struct dc_consumer *c, struct dc_record *r, const struct dc_probe *pr,
 			 const struct dc_pinfo *rule, const struct dc_event *e)
 {
 	if (rule->bytes == DC_PB_MUL) {
 		int64_t size = (int64_t)e->args[rule->b1], nmemb = (int64_t)e->args[rule->b2];
 		if (size >= 0 && nmemb >= 0)
-			dc_rec_int(r, "count", size * nmemb);
+			dc_rec_intq(r, "count", c->qk[QK_COUNT], size * nmemb);
 	} else if ((rule->bytes == DC_PB_MUL32 || rule->bytes == DC_PB_MPICH) &&
 		   !(e->flags & (DC_F_UNFINISHED | DC_F_UNWOUND))) {
 		int64_t elems = (int)e->args[rule->b1];
 		int64_t tsize = dc_mpi_type_size(pr->mpi, e->args[rule->b2]);
 		if (elems >= 0 && tsize >= 0)
-			dc_rec_int(r, "count", elems * tsize);
+			dc_rec_intq(r, "count", c->qk[QK_COUNT], elems * tsize);
 	}
 }
 
@@ -402,13 +492,14 @@ static void record_head(struct dc_consumer *c, struct dc_record *r, const struct
  * O_CREAT, `count`s), and notes in d which of them name its file or handles. Long on
  * purpose: one case per enum dc_arg_kind (probes.h), in its order. */
 static void record_args(struct dc_consumer *c, struct dc_record *r, const struct dc_probe *pr,
-			const struct dc_event *e, struct decoded *d)
+			const struct pquote *pq, const struct dc_event *e, struct decoded *d)
 {
 	const struct dc_func *f = pr->func;
 	int flagsi = c->flags_arg[e->probe];
 	int aux = (e->flags & DC_F_AUX) != 0;
 	for (int i = 0; i < f->nargs; i++) {
 		const struct dc_arg *a = &f->args[i];
+		const struct dc_qkey *ak = pq->arg[i];
 		uint64_t v = e->args[i];
 		switch (a->kind) {
 		case DC_ARG_FD:
@@ -416,14 +507,14 @@ static void record_args(struct dc_consumer *c, struct dc_record *r, const struct
 				d->fdi = i;
 			else if (d->fd2i < 0)
 				d->fd2i = i;
-			dc_rec_int(r, a->name, (int)v);
+			dc_rec_intq(r, a->name, ak, (int)v);
 			break;
 		case DC_ARG_DIRFD:
 			if (d->dirfdi < 0)
 				d->dirfdi = i;
 			else
 				d->dirfd2i = i;
-			dc_rec_int(r, a->name, (int)v);
+			dc_rec_intq(r, a->name, ak, (int)v);
 			break;
 		case DC_ARG_TARGET:
 			d->target = 1;
@@ -431,19 +522,19 @@ static void record_args(struct dc_consumer *c, struct dc_record *r, const struct
 		case DC_ARG_TEXT: /* its length, read by BPF */
 		case DC_ARG_LINE:
 			if (!(e->flags & (DC_F_UNFINISHED | DC_F_UNWOUND | DC_F_ENTRY)))
-				dc_rec_int(r, "count", (int64_t)e->iov_bytes);
+				dc_rec_intq(r, "count", c->qk[QK_COUNT], (int64_t)e->iov_bytes);
 			break;
 		case DC_ARG_INT:
 		case DC_ARG_IOVCNT:
-			dc_rec_int(r, a->name, (int)v);
+			dc_rec_intq(r, a->name, ak, (int)v);
 			break;
 		case DC_ARG_UINT:
-			dc_rec_int(r, a->name, (unsigned int)v);
+			dc_rec_intq(r, a->name, ak, (unsigned int)v);
 			break;
 		case DC_ARG_LONG:
-			if (!strcmp(a->name, "size"))
+			if (i == pq->sizei)
 				d->sizei = i;
-			dc_rec_int(r, a->name, (int64_t)v);
+			dc_rec_intq(r, a->name, ak, (int64_t)v);
 			break;
 		case DC_ARG_ADDR: /* not written: its mapping's file gives fhash */
 			d->addri = i;
@@ -451,10 +542,10 @@ static void record_args(struct dc_consumer *c, struct dc_record *r, const struct
 		case DC_ARG_MODE: /* open(2): mode is read only with O_CREAT or O_TMPFILE */
 			if (flagsi < 0 || (e->args[flagsi] & O_CREAT) ||
 			    (e->args[flagsi] & __O_TMPFILE) == __O_TMPFILE) /* has O_DIRECTORY */
-				dc_rec_int(r, a->name, (unsigned int)v);
+				dc_rec_intq(r, a->name, ak, (unsigned int)v);
 			break;
 		case DC_ARG_IOV:
-			dc_rec_int(r, "count", (int64_t)e->iov_bytes);
+			dc_rec_intq(r, "count", c->qk[QK_COUNT], (int64_t)e->iov_bytes);
 			break;
 		case DC_ARG_DIR:
 		case DC_ARG_HANDLE:
@@ -471,7 +562,7 @@ static void record_args(struct dc_consumer *c, struct dc_record *r, const struct
 			break;
 		case DC_ARG_LONG_OUT:
 			if (aux)
-				dc_rec_int(r, a->name, (int64_t)e->aux);
+				dc_rec_intq(r, a->name, ak, (int64_t)e->aux);
 			break;
 		case DC_ARG_FILE:
 			if (aux && (int)e->aux >= 0)
@@ -485,29 +576,29 @@ static void record_args(struct dc_consumer *c, struct dc_record *r, const struct
 			memcpy(s8, &v, sizeof(v));
 			const char *k = dc_rec_keep(r, s8, strlen(s8));
 			if (k)
-				dc_rec_str(r, a->name, k);
+				dc_rec_strq(r, a->name, ak, k);
 			break;
 		}
 		case DC_ARG_SIZE:
 		case DC_ARG_NMEMB:
-			dc_rec_int(r, a->name, (int64_t)v);
+			dc_rec_intq(r, a->name, ak, (int64_t)v);
 			break;
 		case DC_ARG_ELEMS:
-			dc_rec_int(r, a->name, (int)v);
+			dc_rec_intq(r, a->name, ak, (int)v);
 			break;
 		case DC_ARG_DATATYPE: /* its size makes the count (below) */
 			break;
 		case DC_ARG_STATUS:
 			if (aux && pr->mpi)
-				dc_rec_int(r, a->name, dc_mpi_status_bytes(pr->mpi, e->aux));
+				dc_rec_intq(r, a->name, ak, dc_mpi_status_bytes(pr->mpi, e->aux));
 			break;
 		case DC_ARG_INO:
 			d->inoi = i;
-			dc_rec_int(r, a->name, (int64_t)v);
+			dc_rec_intq(r, a->name, ak, (int64_t)v);
 			break;
 		case DC_ARG_DEV:
 			d->devi = i;
-			dc_rec_int(r, a->name, (int64_t)v);
+			dc_rec_intq(r, a->name, ak, (int64_t)v);
 			break;
 		case DC_ARG_PATH:
 		case DC_ARG_NONE:
@@ -520,14 +611,14 @@ static void record_args(struct dc_consumer *c, struct dc_record *r, const struct
 	if (f->stream && d->fd < 0 && d->fdi < 0)
 		d->fd = f->stream - 1; /* printf: stdout's */
 	if (d->fd >= 0)
-		dc_rec_int(r, "fd", d->fd);
-	record_count(r, pr, &c->bytes[e->probe], e);
+		dc_rec_intq(r, "fd", c->qk[QK_FD], d->fd);
+	record_count(c, r, pr, &c->bytes[e->probe], e);
 }
 
 /* Records call e's return value as the contract wants it (ret; -1 and errno for kernel
  * calls; unfinished, entry_only, async instead). Returns the value, -1 for a kernel
  * call's error. */
-static int64_t record_ret(struct dc_record *r, const struct dc_probe *pr,
+static int64_t record_ret(struct dc_consumer *c, struct dc_record *r, const struct dc_probe *pr,
 			  const struct dc_event *e)
 {
 	const struct dc_func *f = pr->func;
@@ -537,26 +628,26 @@ static int64_t record_ret(struct dc_record *r, const struct dc_probe *pr,
 	 * layer's: bytes moved or -errno, bpf/datacrumbs.h "Async I/O") */
 	int kres = pr->mech == DC_MECH_TRACEPOINT && f->ret_kind == DC_RET_LONG;
 	if (pr->mech == DC_MECH_TRACEPOINT && (e->flags & DC_F_ASYNC))
-		dc_rec_int(r, "async", 1);
+		dc_rec_intq(r, "async", c->qk[QK_ASYNC], 1);
 	if (pr->mech == DC_MECH_TRACEPOINT && !kres) {
 		/* a kernel event, not a call: no return value */
 	} else if (e->flags & DC_F_ENTRY) {
 		/* an entry-only probe (its return is not safe to probe): no ret, dur 0 */
-		dc_rec_int(r, "entry_only", 1);
+		dc_rec_intq(r, "entry_only", c->qk[QK_ENTRY_ONLY], 1);
 	} else if (e->flags & DC_F_UNWOUND) {
 		/* left without a return: an exception or a longjmp went past it */
-		dc_rec_int(r, "unwound", 1);
+		dc_rec_intq(r, "unwound", c->qk[QK_UNWOUND], 1);
 	} else if ((e->flags & DC_F_UNFINISHED) || restarted(pr, ret)) {
 		/* the thread exited inside the call, or a signal interrupted the system call */
-		dc_rec_int(r, "unfinished", 1);
+		dc_rec_intq(r, "unfinished", c->qk[QK_UNFINISHED], 1);
 	} else if ((pr->mech == DC_MECH_SYSCALL || pr->mech == DC_MECH_KERNEL || kres) &&
 		   ret < 0 && ret >= -4095) {
 		/* the kernel returns -errno; the contract writes ret -1 and errno (syscall(2)) */
-		dc_rec_int(r, "ret", -1);
-		dc_rec_int(r, "errno", -ret);
+		dc_rec_intq(r, "ret", c->qk[QK_RET], -1);
+		dc_rec_intq(r, "errno", c->qk[QK_ERRNO], -ret);
 		ret = -1;
 	} else if (f->ret_kind != DC_RET_VOID) {
-		dc_rec_int(r, "ret", ret);
+		dc_rec_intq(r, "ret", c->qk[QK_RET], ret);
 	}
 	return ret;
 }
@@ -644,7 +735,7 @@ static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
 		if (real && strcmp(real, r->path)) {
 			const char *given = dc_rec_keep(r, epath, strlen(epath));
 			if (given)
-				dc_rec_str(r, "pathname", given);
+				dc_rec_strq(r, "pathname", c->qk[QK_PATHNAME], given);
 			r->path = real;
 		}
 	} else if (d->fdi >= 0) {
@@ -707,9 +798,10 @@ static int64_t nested_reads(struct seen *s, unsigned role, const struct dc_event
 			    int64_t moved, int finished)
 {
 	int64_t mine = -1;
-	for (int i = 0; i < DC_MAX_DEPTH; i++)
+	for (int i = 0; (s->nkids || !e->id) && i < DC_MAX_DEPTH; i++)
 		if (s->kid_parent[i] == e->id) {
 			mine = (int64_t)s->kid_bytes[i];
+			s->nkids -= s->kid_parent[i] != 0;
 			s->kid_parent[i] = 0;
 		}
 	if (e->parent && finished && moved >= 0 && (role & ROLE_READ)) {
@@ -723,6 +815,7 @@ static int64_t nested_reads(struct seen *s, unsigned role, const struct dc_event
 		if (at < 0) /* slots of calls whose record never came: reuse the oldest */
 			at = s->next_kid++ % DC_MAX_DEPTH;
 		if (s->kid_parent[at] != e->parent) {
+			s->nkids += s->kid_parent[at] == 0;
 			s->kid_parent[at] = e->parent;
 			s->kid_bytes[at] = 0;
 		}
@@ -735,9 +828,10 @@ static int64_t nested_reads(struct seen *s, unsigned role, const struct dc_event
  * written, before it)? Forgets it (it is done) and returns 1, else 0. s: r's thread. */
 static int took_parent(struct seen *s, const struct dc_record *r)
 {
-	for (int i = 0; i < DC_MAX_DEPTH; i++)
+	for (int i = 0; s->nparents && i < DC_MAX_DEPTH; i++)
 		if (s->parents_named[i] && s->parents_named[i] == r->id) {
 			s->parents_named[i] = 0;
+			s->nparents--;
 			return 1;
 		}
 	return 0;
@@ -758,6 +852,7 @@ static void note_parent(struct dc_consumer *c, const struct dc_record *r)
 		if (!s->parents_named[i] && free_at < 0)
 			free_at = i;
 	}
+	s->nparents += free_at >= 0;
 	s->parents_named[free_at >= 0 ? free_at : (int)(s->next_parent++ % DC_MAX_DEPTH)] =
 		(uint64_t)r->p_idx;
 }
@@ -765,14 +860,15 @@ static void note_parent(struct dc_consumer *c, const struct dc_record *r)
 /* Hands the record of a call on: into profile mode's aggregates (a call BPF could not
  * aggregate), or through the script's on_event to the trace, and into the run's totals. */
 static void deliver(struct dc_consumer *c, struct dc_record *r, const struct dc_probe *pr,
-		    const struct dc_event *e, int finished, int64_t ret)
+		    const struct pquote *pq, const struct dc_event *e, int finished, int64_t ret)
 {
-	int64_t moved = record_moved(r, pr, &c->bytes[e->probe], e, ret, finished);
+	int64_t asked = record_bytes(c, r, pr); /* again after a callback, which may change it */
+	int64_t moved = record_moved(asked, r, pr, &c->bytes[e->probe], e, ret, finished);
 	if (c->profiling) { /* a call BPF could not aggregate (it names a path); one that
 			       never returned is not a call to count */
 		if (finished)
 			dc_profile_add(c->prof, r->pid, e->probe, e->ts + e->dur, e->dur,
-				       record_bytes(r, pr), moved, r->path);
+				       asked, moved, r->path);
 		return;
 	}
 	/* the thread's slot, looked up once: valid until the script's callback, which may
@@ -782,22 +878,27 @@ static void deliver(struct dc_consumer *c, struct dc_record *r, const struct dc_
 	unsigned role = c->role[e->probe];
 	int64_t nested = nested_reads(th, role, e, moved, finished);
 	if (nested >= 0 && finished && (role & ROLE_SCANF)) { /* its bytes: the reads under it */
-		dc_rec_int(r, "bytes", nested);
+		dc_rec_intq(r, "bytes", c->qk[QK_BYTES], nested);
 		moved = nested;
 	}
 	name_thread(c, th, r->pid, r->tid);
 	int parent = took_parent(th, r);
+	int called = 0; /* the script's callback saw r (and may have changed it) */
 	if (c->script && (dc_script_drops_path(c->script, r->path) ||
-			  (dc_script_wants_events(c->script) && !dc_script_event(c->script, r))) &&
+			  ((called = dc_script_wants_events(c->script)) &&
+			   !dc_script_event(c->script, r))) &&
 	    !parent) { /* a call its written nested calls name stays: the nesting stays valid */
 		c->dropped++;
 		return;
 	}
-	write_record(c, r);
+	/* the name and the layer quoted beforehand, unless the callback changed them */
+	write_record(c, r, r->name == pr->func->name && r->cat == pr->layer->name ? &pq->nc
+		     : NULL);
 	note_parent(c, r);
 	c->written++;
 	if (c->prof)
-		dc_profile_total(c->prof, r->pid, e->probe, e->dur, record_bytes(r, pr), moved,
+		dc_profile_total(c->prof, r->pid, e->probe, e->dur,
+				 called ? record_bytes(c, r, pr) : asked, moved,
 				 r->path);
 }
 
@@ -819,9 +920,10 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 	}
 	struct dc_record *r = &c->rec;
 	struct decoded d = { -1, -1, -1, -1, -1, -1, 0, -1, -1, -1, 0, 0, 0, 0 };
+	const struct pquote *pq = probe_quotes(c, e->probe, pr);
 	record_head(c, r, pr, e);
-	record_args(c, r, pr, e, &d);
-	int64_t ret = record_ret(r, pr, e);
+	record_args(c, r, pr, pq, e, &d);
+	int64_t ret = record_ret(c, r, pr, e);
 	record_path(c, pf, r, pr, e, epath, epath2, &d, ret);
 	int finished = !(e->flags & (DC_F_UNFINISHED | DC_F_ENTRY | DC_F_UNWOUND)) &&
 		       !restarted(pr, ret);
@@ -829,7 +931,7 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 		apply_effect(c, pf, f, e, ret, r->path, &d);
 	if (pr->hidden)
 		return;
-	deliver(c, r, pr, e, finished, ret);
+	deliver(c, r, pr, pq, e, finished, ret);
 }
 
 /* A traced process exec'd a program that gains privileges (datacrumbs.h DC_EV_EXEC,
@@ -947,6 +1049,8 @@ struct dc_consumer *dc_consumer_new(struct dc_bpf *b, struct dc_writer *w,
 	c->mono_to_real_ns = mono_to_real_ns;
 	c->seen = (struct dc_htab){ .size = sizeof(struct seen), .first = NAME_SLOTS,
 				    .hash = seen_hash, .used = seen_used };
+	for (int k = 0; k < QK_N; k++)
+		c->qk[k] = quoted_key(c, qk_names[k]); /* short names: they fit */
 	if (dc_consumer_probes_added(c)) {
 		free(c->flags_arg);
 	free(c->role);
@@ -987,7 +1091,13 @@ int dc_consumer_probes_added(struct dc_consumer *c)
 	unsigned char *ro = realloc(c->role, n + 1);
 	if (ro)
 		c->role = ro;
-	if (!fa || !by || !ro)
+	struct pquote **pq = realloc(c->pq, (n + 1) * sizeof(*pq));
+	if (pq) {
+		c->pq = pq;
+		for (unsigned i = c->nknown; i <= n; i++)
+			pq[i] = NULL;
+	}
+	if (!fa || !by || !ro || !pq)
 		return -1;
 	for (unsigned i = c->nknown; i < n; i++) {
 		const struct dc_func *f = dc_bpf_probe(c->bpf, i)->func;
@@ -1091,7 +1201,7 @@ void dc_consumer_emit(struct dc_consumer *c, struct dc_record *r, int counter)
 	}
 	r->id = dc_consumer_own_id(c);
 	see_thread(c, r->pid, r->tid);
-	write_record(c, r);
+	write_record(c, r, NULL);
 	c->written++;
 }
 
@@ -1108,6 +1218,15 @@ void dc_consumer_free(struct dc_consumer *c)
 	free(c->flags_arg);
 	free(c->role);
 	free(c->bytes);
+	for (unsigned i = 0; c->pq && i < c->nknown; i++)
+		if (c->pq[i]) {
+			free(c->pq[i]->nc.s);
+			free(c->pq[i]);
+		}
+	free(c->pq);
+	for (unsigned i = 0; i < c->nkn; i++)
+		free(c->kn[i]);
+	free(c->kn);
 	dc_htab_free(&c->seen);
 	free(c);
 	dc_files_clear();

@@ -25,7 +25,7 @@ struct dir_entry {
  * finds it. Times are the calls' entry times, ns (CLOCK_MONOTONIC). */
 struct fd_slot {
 	char *path;      /* NULL: unknown or closed */
-	uint64_t opened; /* when the call that opened it started (0: before we looked) */
+	uint64_t opened; /* when the call that opened it returned (0: before we looked) */
 	char *old;       /* the path before the last close, NULL none */
 	uint64_t closed; /* when the call that closed it started */
 };
@@ -330,6 +330,15 @@ void dc_files_set_fd_at(struct dc_proc_files *p, long fd, const char *abs, uint6
 		p->nfds = n;
 	}
 	struct fd_slot *s = &p->fds[fd];
+	if (!abs && s->path && ts < s->opened) {
+		/* a close that started before the fd's current file was opened (its open
+		 * returned): another thread's close of the file the fd held before, whose
+		 * event comes after the open's (close(2) freed the fd, another thread's open
+		 * got it, and that open's return was seen first). It ends the old file. */
+		if (s->old)
+			s->closed = ts;
+		return;
+	}
 	char *c = abs ? dc_xstrdup(abs) : NULL;
 	if (s->path) { /* closed, or replaced (dup2): remember what it was */
 		free(s->old);

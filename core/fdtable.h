@@ -27,8 +27,11 @@ void dc_files_set_cwd(struct dc_proc_files *p, const char *abs);
 void dc_files_set_fd(struct dc_proc_files *p, long fd, const char *abs);
 /* The path of fd, or NULL when unknown. */
 const char *dc_files_fd(const struct dc_proc_files *p, long fd);
-/* The same for events: ts is the entry time (ns, any clock, as long as it is the same
- * for all calls) of the call that opened (abs) or closed (NULL) fd. */
+/* The same for events, at time ts (ns, any clock, the same for all calls): for a call
+ * that opened fd (abs), when it returned (the kernel gave the fd out before); for one
+ * that closed it (NULL), when it started (the kernel frees the fd after: close(2)). A close
+ * that started before the current file's open returned ends the file before it (another
+ * thread's close, seen after the open that reused its fd). */
 void dc_files_set_fd_at(struct dc_proc_files *p, long fd, const char *abs, uint64_t ts);
 /* The path fd had for a call that started at ts: the path before the fd's last close
  * when that close came from a call that started later (a call nested in this one, whose

@@ -49,6 +49,11 @@ struct dc_profile {
 	struct dc_htab opens; /* of struct open_e: (pid, id of the call that opened a
 				 handle) -> its path */
 	uint64_t dropped;    /* counter events the script's callbacks dropped */
+	/* dc_profile_total's last entries, by (pid ^ probe) % DC_TOTAL_CACHE; valid while the
+	 * totals table keeps its capacity (a rehash moves entries; none is ever removed) */
+#define DC_TOTAL_CACHE 8
+	struct entry *tc[DC_TOTAL_CACHE];
+	size_t tc_cap;
 	struct dc_record rec;
 	char special[48];    /* key_path's pipe:[N] or socket:[N] */
 };
@@ -203,7 +208,19 @@ void dc_profile_add(struct dc_profile *p, int pid, unsigned probe, uint64_t end_
 void dc_profile_total(struct dc_profile *p, int pid, unsigned probe, uint64_t dur_ns,
 		      int64_t bytes, int64_t moved, const char *path)
 {
-	one_call(&slot(&p->totals, pid, probe, UINT32_MAX, path)->a, dur_ns, bytes, moved);
+	/* a run of calls mostly hits a few (pid, probe, file) entries: those are looked up
+	 * without hashing the path */
+	unsigned k = ((unsigned)pid ^ probe) % DC_TOTAL_CACHE;
+	struct entry *e = p->tc_cap == p->totals.h.cap ? p->tc[k] : NULL;
+	if (!e || !same(e, pid, probe, UINT32_MAX, path)) {
+		e = slot(&p->totals, pid, probe, UINT32_MAX, path);
+		if (p->tc_cap != p->totals.h.cap) {
+			memset(p->tc, 0, sizeof(p->tc));
+			p->tc_cap = p->totals.h.cap;
+		}
+		p->tc[k] = e;
+	}
+	one_call(&e->a, dur_ns, bytes, moved);
 }
 
 /* The slot of (pid, id) in the opens table: its entry, or the empty one to fill. */

@@ -8,8 +8,12 @@
 #define DC_REC_ARGS  32     /* args per event, script-added ones included */
 #define DC_REC_ARENA 8192   /* bytes for strings a script puts into an event */
 
+struct dc_qkey;
+
 struct dc_rec_arg {
 	const char *key;
+	const struct dc_qkey *q; /* key quoted beforehand (writer.h), NULL: none; set only
+				    with a key that lives for the run, and kept with it */
 	int is_str;      /* 1: s, 0: i */
 	int64_t i;
 	const char *s;
@@ -46,6 +50,23 @@ static inline void dc_rec_str(struct dc_record *r, const char *key, const char *
 {
 	if (r->nargs < DC_REC_ARGS)
 		r->args[r->nargs++] = (struct dc_rec_arg){ .key = key, .is_str = 1, .s = s };
+}
+
+/* dc_rec_int / dc_rec_str with the key also quoted beforehand (q: key's, lives for the
+ * run): the writer copies it instead of quoting key again. */
+static inline void dc_rec_intq(struct dc_record *r, const char *key, const struct dc_qkey *q,
+			       int64_t v)
+{
+	if (r->nargs < DC_REC_ARGS)
+		r->args[r->nargs++] = (struct dc_rec_arg){ .key = key, .q = q, .i = v };
+}
+
+static inline void dc_rec_strq(struct dc_record *r, const char *key, const struct dc_qkey *q,
+			       const char *s)
+{
+	if (r->nargs < DC_REC_ARGS)
+		r->args[r->nargs++] = (struct dc_rec_arg){ .key = key, .q = q, .is_str = 1,
+							   .s = s };
 }
 
 /* Copies n bytes of s (plus a NUL) into the record's arena; NULL when it is full. */

@@ -182,23 +182,26 @@ static void check_overload(struct session *s);
 
 /* Drains the ring buffer: every record (all), or up to DC_DRAIN_BUDGET of them (the rest
  * is read when the loop comes back: the ring buffer's fd stays readable); a failure cuts
- * the trace (reported once). */
-static void drain_some(struct session *s, int all)
+ * the trace (reported once). Returns the records read. */
+static long drain_some(struct session *s, int all)
 {
 	/* a script that runs the loop from its callback (luv's uv.run) must not make us
 	 * read the records being handled a second time */
 	if (s->draining)
-		return;
+		return 0;
 	s->draining = 1;
 	int n;
+	long got = 0;
 	do {
 		if (s->standby && !s->done)
 			check_overload(s); /* before each read: a slow read is what overloads */
 		n = dc_consumer_drain(s->cons, DC_DRAIN_BUDGET);
+		got += n > 0 ? n : 0;
 	} while (n >= 0 && all && dc_consumer_yielded(s->cons));
 	s->draining = 0;
 	if (n < 0)
 		cut(s, errno);
+	return got;
 }
 
 /* Drains every record waiting. */
@@ -247,8 +250,11 @@ static void on_ringbuf(uv_poll_t *h, int status, int events)
 }
 
 /* BPF wakes us only when 1/8 of the ring buffer waits (bpf/uprobe.bpf.c wakeup_bytes);
- * smaller amounts are read on this timer. */
+ * smaller amounts are read on this timer: every DC_DRAIN_MS while records come, its
+ * period doubling up to DC_DRAIN_IDLE_MS while none do (an idle tracer wakes ~6 times a
+ * second, not 50: each wake-up is a timer interrupt, a VM exit here). */
 #define DC_DRAIN_MS 20
+#define DC_DRAIN_IDLE_MS 160
 
 /* Profile mode: this long after an interval ends, its aggregates are complete (the
  * probes that ran at its end have finished; its records were drained). */
@@ -309,7 +315,12 @@ static void check_overload(struct session *s)
 static void on_drain(uv_timer_t *t)
 {
 	struct session *s = t->data;
-	drain_some(s, 0);
+	uint64_t rep = uv_timer_get_repeat(t);
+	if (drain_some(s, 0) > 0)
+		rep = DC_DRAIN_MS;
+	else if (rep < DC_DRAIN_IDLE_MS)
+		rep *= 2;
+	uv_timer_set_repeat(t, rep); /* from its next expiry */
 	if (s->cmd_ended && !s->done && !tree_alive(s, 0))
 		finish(s); /* the last of the traced tree has ended */
 	/* a script that ran the loop itself (luv's uv.run in a callback) may have been inside
@@ -1078,7 +1089,9 @@ static int attach_probes(struct session *s)
 static void start_loop(struct session *s)
 {
 	const struct dc_opts *o = s->o;
-	/* the loop: ring buffer, signals, the flush timer, the -p process's pidfd */
+	/* the loop: ring buffer, signals, the flush timer, the -p process's pidfd; its timers
+	 * count from now, not from the loop's first (cached) time before attach */
+	uv_update_time(&s->loop);
 	uv_poll_init(&s->loop, &s->rb_poll, dc_consumer_fd(s->cons));
 	s->rb_poll.data = s;
 	uv_poll_start(&s->rb_poll, UV_READABLE, on_ringbuf);
@@ -1092,6 +1105,7 @@ static void start_loop(struct session *s)
 	s->flush_timer.data = s;
 	uv_timer_start(&s->flush_timer, on_flush, o->flush_ms, o->flush_ms);
 	s->status_line = !o->quiet && !o->no_status && isatty(2);
+	s->st_ns = mono_ns(); /* the first line's rate: since the flush timer started */
 	uv_timer_init(&s->loop, &s->drain_timer);
 	s->drain_timer.data = s;
 	uv_timer_start(&s->drain_timer, on_drain, DC_DRAIN_MS, DC_DRAIN_MS);

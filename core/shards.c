@@ -24,6 +24,9 @@
  * full (the consumer lags: the ring buffer then fills and BPF counts what it loses). */
 #define DC_THREAD_MS 10
 #define DC_FULL_NS 1000000L
+/* While its ring buffers stay empty a drain thread's sleep doubles up to this (the merge
+ * reads them too, and BPF still wakes it at an eighth): fewer idle wake-ups. */
+#define DC_THREAD_IDLE_MS 160
 
 /* A queued record: its merge key, its size, then its bytes, padded to 8. */
 struct qhead {
@@ -37,6 +40,12 @@ struct queue {
 	size_t off, len, cap; /* bytes [off, len) are queued records */
 };
 
+/* Queues taken from a drain thread that the merge holds, in order (take swaps buffers, so
+ * records are copied once, from the ring buffer); past this many the last one grows. */
+#define DC_PEND_MAX 8
+/* Emptied queue buffers kept for the drain thread to fill next (the others are freed). */
+#define DC_SPARE_MAX 4
+
 struct shard {
 	pthread_mutex_t mu;       /* the ring's consumer position and `in` */
 	int fd;
@@ -45,7 +54,12 @@ struct shard {
 	const _Atomic unsigned long *prod_pos;
 	const char *data;         /* mapped twice in a row: a record never wraps */
 	struct queue in;          /* filled by the drain thread or the merge (under mu) */
-	struct queue pend;        /* the merge's own (no lock): taken, not yet handed on */
+	/* the merge's own (no lock): queues taken, not yet handed on, npend from pend[ph];
+	 * and emptied ones to fill next (nspare) */
+	struct queue pend[DC_PEND_MAX];
+	unsigned ph, npend;
+	struct queue spare[DC_SPARE_MAX];
+	unsigned nspare;
 	size_t cap;               /* `in` stops growing here: the ring buffer then fills */
 };
 
@@ -133,21 +147,42 @@ static int read_ring(struct shard *s)
 	return full;
 }
 
-/* Moves s->in's records behind s->pend's. Caller holds s->mu. */
+/* The first of s's taken queues with records left, NULL when none: emptied ones go to the
+ * spares (or are freed). */
+static struct queue *pend_head(struct shard *s)
+{
+	while (s->npend) {
+		struct queue *q = &s->pend[s->ph];
+		if (q->off < q->len)
+			return q;
+		if (s->nspare < DC_SPARE_MAX)
+			s->spare[s->nspare++] = (struct queue){ q->buf, 0, 0, q->cap };
+		else
+			free(q->buf);
+		*q = (struct queue){ 0 };
+		s->ph = (s->ph + 1) % DC_PEND_MAX;
+		s->npend--;
+	}
+	return NULL;
+}
+
+/* Moves s->in's records behind s->pend's: its buffer becomes the last taken queue and the
+ * drain thread gets a spare one (no copy); when DC_PEND_MAX are taken, they are appended
+ * to the last. Caller holds s->mu. */
 static void take(struct shard *s)
 {
 	size_t n = s->in.len - s->in.off;
 	if (!n)
 		return;
-	if (s->pend.off == s->pend.len) { /* nothing waits in pend: trade buffers, no copy */
-		struct queue t = s->pend;
-		s->pend = s->in;
-		s->in = (struct queue){ t.buf, 0, 0, t.cap };
+	if (s->npend < DC_PEND_MAX) {
+		s->pend[(s->ph + s->npend++) % DC_PEND_MAX] = s->in;
+		s->in = s->nspare ? s->spare[--s->nspare] : (struct queue){ 0 };
 		return;
 	}
-	q_room(&s->pend, n);
-	memcpy(s->pend.buf + s->pend.len, s->in.buf + s->in.off, n);
-	s->pend.len += n;
+	struct queue *last = &s->pend[(s->ph + s->npend - 1) % DC_PEND_MAX];
+	q_room(last, n);
+	memcpy(last->buf + last->len, s->in.buf + s->in.off, n);
+	last->len += n;
 	s->in.off = s->in.len = 0;
 }
 
@@ -163,20 +198,25 @@ static void *drain_thread(void *arg)
 	struct thread_arg ta = *(struct thread_arg *)arg;
 	free(arg);
 	struct dc_shards *sh = ta.sh;
+	int wait_ms = DC_THREAD_MS;
 	for (;;) {
 		struct epoll_event ev[8];
-		int n = epoll_wait(sh->epfds[ta.t], ev, 8, DC_THREAD_MS);
+		int n = epoll_wait(sh->epfds[ta.t], ev, 8, wait_ms);
 		for (int i = 0; i < n; i++)
 			if (ev[i].data.u32 == UINT32_MAX)
 				return NULL;
-		int full = 0, tell = 0;
+		int full = 0, tell = 0, got = 0;
 		for (unsigned k = ta.t; k < sh->n; k += sh->nthreads) {
 			struct shard *s = &sh->s[k];
 			pthread_mutex_lock(&s->mu);
+			size_t before = s->in.len - s->in.off;
 			full |= read_ring(s);
+			got |= s->in.len - s->in.off != before;
 			tell |= s->in.len - s->in.off >= sh->notify_bytes;
 			pthread_mutex_unlock(&s->mu);
 		}
+		wait_ms = got || n > 0 ? DC_THREAD_MS
+			  : wait_ms * 2 > DC_THREAD_IDLE_MS ? DC_THREAD_IDLE_MS : wait_ms * 2;
 		if (tell) {
 			uint64_t one = 1;
 			if (write(sh->notify, &one, sizeof(one)) < 0) {
@@ -302,6 +342,17 @@ unsigned dc_shards_threads(const struct dc_shards *sh)
 	return sh->nthreads;
 }
 
+/* Records stay queued after a drain that stopped at its budget: the doorbell rings again,
+ * so that the fd stays readable and the caller's loop comes back at once (not on its
+ * timer, which made a backlog drain at one budget per timer tick). */
+static void ring_again(struct dc_shards *sh)
+{
+	uint64_t one = 1;
+	if (sh->notify >= 0 && write(sh->notify, &one, sizeof(one)) < 0) {
+		/* a counter far from its maximum: cannot fail */
+	}
+}
+
 long dc_shards_drain(struct dc_shards *sh, long max, dc_shard_fn fn, void *ctx)
 {
 	long done = 0;
@@ -327,23 +378,27 @@ long dc_shards_drain(struct dc_shards *sh, long max, dc_shard_fn fn, void *ctx)
 			pthread_mutex_unlock(&s->mu);
 		}
 		for (;;) {
-			if (max > 0 && done >= max)
+			if (max > 0 && done >= max) {
+				ring_again(sh);
 				return done; /* the rest stays in the queues, merged first next time */
+			}
 			struct shard *best = NULL;
 			uint64_t bk = w;
+			struct queue *bq = NULL;
 			for (unsigned k = 0; k < sh->n; k++) {
-				struct queue *q = &sh->s[k].pend;
-				if (q->off == q->len)
+				struct queue *q = pend_head(&sh->s[k]);
+				if (!q)
 					continue;
 				const struct qhead *h = (const void *)(q->buf + q->off);
 				if (h->key < bk) {
 					bk = h->key;
 					best = &sh->s[k];
+					bq = q;
 				}
 			}
 			if (!best)
 				break;
-			struct queue *q = &best->pend;
+			struct queue *q = bq;
 			const struct qhead *h = (const void *)(q->buf + q->off);
 			q->off += sizeof(*h) + ((h->size + 7) & ~7U);
 			fn(ctx, h + 1, h->size);
@@ -378,7 +433,10 @@ void dc_shards_free(struct dc_shards *sh)
 		if (s->prod_pos)
 			munmap((void *)s->prod_pos, page + 2 * s->size);
 		free(s->in.buf);
-		free(s->pend.buf);
+		for (unsigned i = 0; i < DC_PEND_MAX; i++)
+			free(s->pend[i].buf);
+		for (unsigned i = 0; i < DC_SPARE_MAX; i++)
+			free(s->spare[i].buf);
 		pthread_mutex_destroy(&s->mu);
 	}
 	if (sh->notify >= 0)

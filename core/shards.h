@@ -14,9 +14,9 @@ typedef void (*dc_shard_fn)(void *ctx, const void *data, size_t size);
 /* Maps the n ring buffers fds[] (each `size` bytes, a power of two) and starts
  * `nthreads` drain threads (at most n; 0: none, dc_shards_drain reads the ring buffers
  * itself), thread t reading ring buffers t, t + nthreads, ...: woken by BPF once an eighth
- * of one waits, else every 10 ms; each queues up to max(size, 1 MiB) bytes per ring
- * buffer, then leaves records in it (a lagging consumer makes the ring buffer fill, and
- * BPF counts what it loses). Returns NULL with a one-line reason in err (mmap(2),
+ * of one waits, else every 10 ms (up to 160 ms while they stay empty); each queues up to
+ * max(size, 1 MiB) bytes per ring buffer, then leaves records in it (a lagging consumer
+ * makes the ring buffer fill, and BPF counts what it loses). Returns NULL with a one-line reason in err (mmap(2),
  * pthread_create(3)). */
 struct dc_shards *dc_shards_new(const int *fds, unsigned n, size_t size, unsigned nthreads,
 				char *err, size_t errlen);
@@ -32,8 +32,8 @@ unsigned dc_shards_threads(const struct dc_shards *sh);
 /* Reads every ring buffer and hands fn every record committed before the call, merged
  * across the shards by `sent` (each thread's records in the order it submitted them,
  * whichever CPUs it ran on), at most max of them (0: no limit); later ones, and those
- * past max, wait for the next call (they stay queued, first in the next merge). Returns
- * the number handed on. */
+ * past max, wait for the next call (they stay queued, first in the next merge, and
+ * dc_shards_fd stays readable). Returns the number handed on. */
 long dc_shards_drain(struct dc_shards *sh, long max, dc_shard_fn fn, void *ctx);
 
 /* Stops and joins the drain threads, unmaps the ring buffers (their fds stay open:

@@ -28,11 +28,21 @@
 /* First number of slots of a dedup table (a power of two). */
 #define DC_TAB_SLOTS 256
 
-/* A growable buffer in which one JSON line is assembled. */
+/* Short strings (keys, names, layers, hashes) are quoted in one pass when they are at most
+ * this long and need no escaping (put_qz). */
+#define DC_QFAST 64
+
+/* A growable buffer in which one JSON line is assembled. The event line is built in place
+ * at the end of the writer's text buffer when it has room (`borrowed`: p points there, so
+ * dc_writer_end only counts it in, no copy); it moves to its own memory (`own`) when it
+ * outgrows that room or other text must be appended first. */
 struct dc_line {
 	char *p;
 	size_t len;
 	size_t cap;
+	int borrowed;
+	char *own;     /* the line's own memory (p when not borrowed) */
+	size_t owncap;
 };
 
 /* A distinct string of a dedup table, allocated once and never moved, so `hash` can be
@@ -64,6 +74,14 @@ struct dc_writer {
 	int finished;     /* the final "]" is written (dc_writer_finish) */
 	struct dc_wthread *t;
 	char hhash[17];
+	char xtail[64]; /* ,"ph":"X","args":{"hhash":"HHHH" : a complete event's fixed middle */
+	size_t xtail_len;
+	uint64_t ts_hi;     /* the last ts / 10^6 (its seconds), and ts_text: it in decimal */
+	size_t ts_len;
+	char ts_text[24];
+	int pt_pid, pt_tid; /* the last event's pid and tid, and pt: them as `,"pid":P,"tid":T` */
+	size_t pt_len;
+	char pt[48];
 	char spare[17]; /* hash returned when a dedup entry cannot be allocated */
 
 	char *buf; /* text not yet handed over: a buffer of t's */
@@ -74,6 +92,10 @@ struct dc_writer {
 	struct dc_line meta; /* a metadata record being built */
 	struct dc_strtab fh;
 	struct dc_strtab sh;
+	/* hashed_string's last entries, by (length, last byte) % DC_RECENT: looked up without
+	 * hashing the string (entries never move or go before dc_writer_close) */
+#define DC_RECENT 8
+	struct dc_strent *recent_fh[DC_RECENT], *recent_sh[DC_RECENT];
 };
 
 /* ---------------------------------------------------------------------------------------
@@ -304,13 +326,46 @@ long dc_json_escape(char *buf, size_t cap, const char *s, size_t len)
  * what it will append; the put_* helpers then write without checking.
  * ------------------------------------------------------------------------------------- */
 
-static int line_reserve(struct dc_line *l, size_t extra)
+/* Moves a borrowed line into its own memory, with room for `extra` more bytes. */
+static int line_unborrow(struct dc_line *l, size_t extra)
+{
+	size_t need = l->len + extra, ncap;
+	char *np;
+
+	if (need < l->len)
+		return -1; /* overflow */
+	if (l->owncap < need) {
+		ncap = l->owncap ? l->owncap : DC_LINE_BUF;
+		while (ncap < need)
+			ncap *= 2;
+		np = realloc(l->own, ncap);
+		if (np == NULL)
+			return -1;
+		l->own = np;
+		l->owncap = ncap;
+	}
+	memcpy(l->own, l->p, l->len);
+	l->p = l->own;
+	l->cap = l->owncap;
+	l->borrowed = 0;
+	return 0;
+}
+
+static int line_grow(struct dc_line *l, size_t extra);
+
+/* Makes room for `extra` more bytes in l. Returns 0, or -1 when out of memory. */
+static inline int line_reserve(struct dc_line *l, size_t extra)
+{
+	return l->cap - l->len >= extra ? 0 : line_grow(l, extra);
+}
+
+static int line_grow(struct dc_line *l, size_t extra)
 {
 	size_t need, ncap;
 	char *np;
 
-	if (l->cap - l->len >= extra)
-		return 0;
+	if (l->borrowed)
+		return line_unborrow(l, extra);
 	need = l->len + extra;
 	if (need < l->len)
 		return -1; /* overflow */
@@ -322,6 +377,8 @@ static int line_reserve(struct dc_line *l, size_t extra)
 		return -1;
 	l->p = np;
 	l->cap = ncap;
+	l->own = np;
+	l->owncap = ncap;
 	return 0;
 }
 
@@ -355,11 +412,24 @@ static const uint64_t dc_pow10[20] = {
  * bytes reserved. */
 static void put_u64(struct dc_line *l, uint64_t v)
 {
-	size_t n = 1;
+	if (v < 100) { /* most args: fds, small counts, 0, 1 */
+		if (v < 10) {
+			l->p[l->len++] = (char)('0' + v);
+		} else {
+			l->p[l->len] = dc_digits2[v * 2];
+			l->p[l->len + 1] = dc_digits2[v * 2 + 1];
+			l->len += 2;
+		}
+		return;
+	}
+	/* digits: floor(log10(v)) + 1, from log2 (bit length x 1233 / 4096 is log10(2) x the
+	 * bit length, rounded down; one comparison corrects it) */
+	unsigned t = ((64u - (unsigned)__builtin_clzll(v | 1)) * 1233u) >> 12;
+	size_t n = t + (v >= dc_pow10[t]);
 	char *p;
 
-	while (n < 20 && v >= dc_pow10[n])
-		n++;
+	if (n == 0)
+		n = 1;
 	p = l->p + l->len + n;
 	l->len += n;
 	while (v >= 100) {
@@ -406,6 +476,39 @@ static void put_qstr(struct dc_line *l, const char *s, size_t n)
 	l->p[l->len++] = '"';
 }
 
+/* Appends "s" quoted and escaped, s NUL-terminated, and keeps `after` bytes reserved
+ * behind it. A string of at most DC_QFAST bytes that needs no escaping (keys, names,
+ * layers, hashes) is copied in the same pass that finds its end (no strlen, no escape
+ * call); any other goes through put_qstr. Needs DC_QFAST + 2 + after bytes reserved for
+ * the short case; returns -1 when out of memory for a longer one. */
+static int put_qz(struct dc_line *l, const char *s, size_t after)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t n;
+
+	if (l->cap - l->len >= DC_QFAST + 2 + after) {
+		char *p = l->p + l->len + 1;
+		size_t i = 0;
+
+		/* s[i] is read only while s[0..i-1] are plain bytes, none of them the NUL */
+		while (i < DC_QFAST && dc_json_plain[u[i]]) {
+			p[i] = (char)u[i];
+			i++;
+		}
+		if (u[i] == 0) {
+			p[-1] = '"';
+			p[i] = '"';
+			l->len += i + 2;
+			return 0;
+		}
+	}
+	n = strlen(s);
+	if (line_reserve(l, 6 * n + 2 + after) < 0)
+		return -1;
+	put_qstr(l, s, n);
+	return 0;
+}
+
 /* ---------------------------------------------------------------------------------------
  * Output: the text buffer, gzip members, write(2)
  * ------------------------------------------------------------------------------------- */
@@ -438,8 +541,11 @@ static int output(struct dc_writer *w, const char *p, size_t n, uint64_t events)
 
 /* Hands the buffered text over and takes an empty buffer (waiting only when the thread
  * is DC_WT_NBUF - 1 buffers behind). A no-op when it is empty. */
+static void keep_event(struct dc_writer *w);
+
 static int flush_text(struct dc_writer *w)
 {
+	keep_event(w);
 	if (w->len == 0)
 		return dc_wthread_error(w->t) ? fail(w, 0) : 0;
 	dc_wthread_push(w->t, w->buf, w->len, w->pending, 0);
@@ -453,6 +559,7 @@ static int flush_text(struct dc_writer *w)
  * if they do not fit. */
 static void emit(struct dc_writer *w, const char *p, size_t n, uint64_t events)
 {
+	keep_event(w);
 	if (n > w->cap - w->len) {
 		flush_text(w);
 		if (n > w->cap) {
@@ -463,6 +570,22 @@ static void emit(struct dc_writer *w, const char *p, size_t n, uint64_t events)
 	memcpy(w->buf + w->len, p, n);
 	w->len += n;
 	w->pending += events;
+}
+
+/* An event being built in place at the end of the text buffer moves to its own memory,
+ * before other text is appended there or the buffer is handed over (it then comes after
+ * that text, as it would have from a scratch line). Out of memory: the event is dropped. */
+static void keep_event(struct dc_writer *w)
+{
+	struct dc_line *l = &w->ev;
+
+	if (!l->borrowed || (w->in_event && line_unborrow(l, 0) == 0))
+		return;
+	l->p = l->own; /* no event in progress (or no memory for it: dropped) */
+	l->cap = l->owncap;
+	l->borrowed = 0;
+	l->len = 0;
+	w->in_event = 0;
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -508,10 +631,16 @@ static const char *hashed_string(struct dc_writer *w, struct dc_strtab *t, const
 	if (s == NULL)
 		s = "";
 	n = strlen(s);
+	struct dc_strent **recent = t == &w->fh ? w->recent_fh : w->recent_sh;
+	unsigned k = (unsigned)(n + (n ? (unsigned char)s[n - 1] : 0)) % DC_RECENT;
+	if (recent[k] != NULL && recent[k]->len == n && memcmp(recent[k]->str, s, n) == 0)
+		return recent[k]->hash;
 	h = fnv1a(s, n);
 	e = strtab_find(t, s, n, h);
-	if (e != NULL)
+	if (e != NULL) {
+		recent[k] = e;
 		return e->hash;
+	}
 
 	e = malloc(sizeof(*e) + n + 1);
 	if (e == NULL) {
@@ -529,6 +658,7 @@ static const char *hashed_string(struct dc_writer *w, struct dc_strtab *t, const
 		free(e);
 		return w->spare;
 	}
+	recent[k] = e;
 	return e->hash;
 }
 
@@ -555,7 +685,7 @@ struct dc_writer *dc_writer_fdopen(int fd, const char *path, int compress,
 		goto fail_msg;
 	}
 	off_t good = lseek(fd, 0, SEEK_CUR);
-	w->t = dc_wthread_start(fd, good < 0 ? 0 : good, w->compress ? DC_WT_LEVEL : 0);
+	w->t = dc_wthread_start(fd, good < 0 ? 0 : good, w->compress);
 	if (w->t == NULL) {
 		why = errno == ENOMEM ? "out of memory" : "cannot start the writer thread";
 		goto fail_msg;
@@ -564,6 +694,8 @@ struct dc_writer *dc_writer_fdopen(int fd, const char *path, int compress,
 	w->fd = fd;
 
 	dc_hash(hostname, strlen(hostname), w->hhash);
+	w->xtail_len = (size_t)snprintf(w->xtail, sizeof(w->xtail),
+					",\"ph\":\"X\",\"args\":{\"hhash\":\"%s\"", w->hhash);
 	memcpy(w->buf, "[\n", 2);
 	w->len = 2;
 	write_meta(w, "HH", pid, tid, hostname, strlen(hostname), w->hhash);
@@ -619,56 +751,196 @@ void dc_writer_meta(struct dc_writer *w, const char *kind, int pid, int tid,
 	write_meta(w, kind, pid, tid, name, strlen(name), value);
 }
 
-/* Starts an event line: `{` then whatever the caller puts, then the args with hhash. */
-static int event_start(struct dc_writer *w, size_t nlen, size_t clen)
+/* Starts an event line: `{` then whatever the caller puts, then the args with hhash. Built
+ * in place at the end of the text buffer when DC_LINE_BUF bytes are free there. */
+static int event_start(struct dc_writer *w)
 {
-	w->ev.len = 0;
+	struct dc_line *l = &w->ev;
+
+	l->len = 0;
 	w->in_event = 0;
-	if (line_reserve(&w->ev, 256 + 6 * (nlen + clen)) < 0)
+	if (w->buf != NULL && w->cap - w->len >= DC_LINE_BUF) {
+		l->p = w->buf + w->len;
+		l->cap = w->cap - w->len;
+		l->borrowed = 1;
+	} else {
+		l->p = l->own;
+		l->cap = l->owncap;
+		l->borrowed = 0;
+	}
+	/* the fixed fields (< 256 bytes) and two short strings, put_name_cat's fast path */
+	if (line_reserve(l, 512 + 2 * (DC_QFAST + 2)) < 0)
 		return -1;
 	w->in_event = 1;
 	return 0;
+}
+
+/* `lead` (`{"name":` or `,"name":`), then the name and the layer of an event, quoted; -1
+ * when out of memory (the event is dropped). */
+static int put_name_cat(struct dc_writer *w, const char *lead, const char *name,
+			const char *cat)
+{
+	struct dc_line *l = &w->ev;
+
+	put_str(l, lead);
+	if (put_qz(l, name, 8 + DC_QFAST + 2 + 256) < 0)
+		return -1;
+	put_str(l, ",\"cat\":");
+	if (put_qz(l, cat, 256) < 0)
+		return -1;
+	return 0;
+}
+
+/* `,"pid":P,"tid":T`: the last event's text again when they are the same (they mostly are
+ * for a run of events of one thread). Needs 48 bytes reserved. */
+static void put_pid_tid(struct dc_writer *w, int pid, int tid)
+{
+	struct dc_line *l = &w->ev;
+
+	if (w->pt_len == 0 || pid != w->pt_pid || tid != w->pt_tid) {
+		size_t at = l->len;
+
+		put_str(l, ",\"pid\":");
+		put_i64(l, pid);
+		put_str(l, ",\"tid\":");
+		put_i64(l, tid);
+		w->pt_len = l->len - at;
+		memcpy(w->pt, l->p + at, w->pt_len);
+		w->pt_pid = pid;
+		w->pt_tid = tid;
+		return;
+	}
+	memcpy(l->p + l->len, w->pt, sizeof(w->pt));
+	l->len += w->pt_len;
+}
+
+/* A complete event's ts (us since the epoch: 16 digits for 300 years): the digits of its
+ * seconds are those of the last event most of the time, then only the 6 of its us are
+ * formatted. Needs 20 bytes reserved. */
+static void put_ts(struct dc_writer *w, uint64_t ts_us)
+{
+	struct dc_line *l = &w->ev;
+	uint64_t hi = ts_us / 1000000;
+	unsigned lo = (unsigned)(ts_us % 1000000);
+
+	if (hi == 0) {
+		put_u64(l, ts_us);
+		return;
+	}
+	if (hi != w->ts_hi || w->ts_len == 0) {
+		struct dc_line t = { .p = w->ts_text, .cap = sizeof(w->ts_text) };
+
+		put_u64(&t, hi);
+		w->ts_len = t.len;
+		w->ts_hi = hi;
+	}
+	char *p = l->p + l->len;
+	memcpy(p, w->ts_text, 16); /* the digits, then what the next stores overwrite */
+	p += w->ts_len;
+	p[0] = dc_digits2[(lo / 10000) * 2];
+	p[1] = dc_digits2[(lo / 10000) * 2 + 1];
+	p[2] = dc_digits2[(lo / 100 % 100) * 2];
+	p[3] = dc_digits2[(lo / 100 % 100) * 2 + 1];
+	p[4] = dc_digits2[(lo % 100) * 2];
+	p[5] = dc_digits2[(lo % 100) * 2 + 1];
+	l->len += w->ts_len + 6;
+}
+
+/* The rest of a complete event's fixed fields: ts, dur, ph, and the args' hhash. */
+static void put_ts_dur(struct dc_writer *w, uint64_t ts_us, uint64_t dur_us)
+{
+	struct dc_line *l = &w->ev;
+
+	put_str(l, ",\"ts\":");
+	put_ts(w, ts_us);
+	put_str(l, ",\"dur\":");
+	put_u64(l, dur_us);
+	put_raw(l, w->xtail, w->xtail_len);
 }
 
 void dc_writer_begin(struct dc_writer *w, uint64_t id, const char *name, const char *cat,
 		     int pid, int tid, uint64_t ts_us, uint64_t dur_us)
 {
 	struct dc_line *l = &w->ev;
-	size_t nlen = strlen(name), clen = strlen(cat);
 
-	if (event_start(w, nlen, clen) < 0)
+	if (event_start(w) < 0)
 		return;
 	put_str(l, "{\"id\":");
 	put_u64(l, id);
-	put_str(l, ",\"name\":");
-	put_qstr(l, name, nlen);
-	put_str(l, ",\"cat\":");
-	put_qstr(l, cat, clen);
-	put_str(l, ",\"pid\":");
-	put_i64(l, pid);
-	put_str(l, ",\"tid\":");
-	put_i64(l, tid);
-	put_str(l, ",\"ts\":");
-	put_u64(l, ts_us);
-	put_str(l, ",\"dur\":");
-	put_u64(l, dur_us);
-	put_str(l, ",\"ph\":\"X\",\"args\":{\"hhash\":\"");
-	put_raw(l, w->hhash, 16);
-	put_str(l, "\"");
+	if (put_name_cat(w, ",\"name\":", name, cat) < 0) {
+		w->in_event = 0;
+		return;
+	}
+	put_pid_tid(w, pid, tid);
+	put_ts_dur(w, ts_us, dur_us);
+}
+
+void dc_writer_begin_q(struct dc_writer *w, uint64_t id, const struct dc_qname *nc, int pid,
+		       int tid, uint64_t ts_us, uint64_t dur_us)
+{
+	struct dc_line *l = &w->ev;
+
+	if (event_start(w) < 0)
+		return;
+	if (line_reserve(l, nc->len + 256) < 0) {
+		w->in_event = 0;
+		return;
+	}
+	put_str(l, "{\"id\":");
+	put_u64(l, id);
+	put_raw(l, nc->s, nc->len);
+	put_pid_tid(w, pid, tid);
+	put_ts_dur(w, ts_us, dur_us);
+}
+
+int dc_qkey_make(struct dc_qkey *q, const char *key)
+{
+	size_t n = strlen(key);
+	long o;
+
+	memset(q, 0, sizeof(*q));
+	if (n > DC_QKEY_MAX)
+		return -1;
+	q->s[0] = ',';
+	q->s[1] = '"';
+	o = dc_json_escape(q->s + 2, DC_QKEY_MAX - 4, key, n);
+	if (o < 0)
+		return -1;
+	q->s[2 + o] = '"';
+	q->s[3 + o] = ':';
+	q->len = (unsigned char)(4 + o);
+	return 0;
+}
+
+int dc_qname_make(struct dc_qname *q, const char *name, const char *cat)
+{
+	size_t nl = strlen(name), cl = strlen(cat), cap = 32 + 6 * (nl + cl);
+	struct dc_line l = { .p = malloc(cap), .cap = cap };
+
+	q->s = NULL;
+	q->len = 0;
+	if (l.p == NULL)
+		return -1;
+	put_str(&l, ",\"name\":");
+	put_qstr(&l, name, nl);
+	put_str(&l, ",\"cat\":");
+	put_qstr(&l, cat, cl);
+	q->s = l.p;
+	q->len = l.len;
+	return 0;
 }
 
 void dc_writer_begin_counter(struct dc_writer *w, const char *name, const char *cat,
 			     int pid, int tid, uint64_t ts_us)
 {
 	struct dc_line *l = &w->ev;
-	size_t nlen = strlen(name), clen = strlen(cat);
 
-	if (event_start(w, nlen, clen) < 0)
+	if (event_start(w) < 0)
 		return;
-	put_str(l, "{\"name\":");
-	put_qstr(l, name, nlen);
-	put_str(l, ",\"cat\":");
-	put_qstr(l, cat, clen);
+	if (put_name_cat(w, "{\"name\":", name, cat) < 0) {
+		w->in_event = 0;
+		return;
+	}
 	put_str(l, ",\"ts\":");
 	put_u64(l, ts_us);
 	put_str(l, ",\"ph\":\"C\",\"pid\":");
@@ -686,19 +958,19 @@ void dc_writer_begin_counter(struct dc_writer *w, const char *name, const char *
 static int arg_key(struct dc_writer *w, const char *key, size_t extra)
 {
 	struct dc_line *l = &w->ev;
-	size_t klen;
 
 	if (!w->in_event)
 		return -1;
-	klen = strlen(key);
-	if (line_reserve(l, 6 * klen + 4 + extra) < 0) {
-		w->in_event = 0;
-		return -1;
-	}
+	if (line_reserve(l, DC_QFAST + 4 + extra) < 0)
+		goto oom;
 	l->p[l->len++] = ',';
-	put_qstr(l, key, klen);
+	if (put_qz(l, key, extra + 1) < 0)
+		goto oom;
 	l->p[l->len++] = ':';
 	return 0;
+oom:
+	w->in_event = 0;
+	return -1;
 }
 
 void dc_writer_arg_int(struct dc_writer *w, const char *key, int64_t v)
@@ -740,16 +1012,62 @@ void dc_writer_arg_double(struct dc_writer *w, const char *key, double v)
 
 void dc_writer_arg_str(struct dc_writer *w, const char *key, const char *s)
 {
-	size_t n;
-
 	if (s == NULL) {
 		if (arg_key(w, key, 4) == 0)
 			put_str(&w->ev, "null");
 		return;
 	}
-	n = strlen(s);
-	if (arg_key(w, key, 6 * n + 2) == 0)
-		put_qstr(&w->ev, s, n);
+	if (arg_key(w, key, DC_QFAST + 2) == 0 && put_qz(&w->ev, s, 0) < 0)
+		w->in_event = 0;
+}
+
+/* Writes k (a fixed-size copy: its bytes past k->len are overwritten by what follows) with
+ * `extra` bytes reserved behind it. Returns -1 when no event is open or out of memory. */
+static inline int arg_qkey(struct dc_writer *w, const struct dc_qkey *k, size_t extra)
+{
+	struct dc_line *l = &w->ev;
+
+	if (!w->in_event)
+		return -1;
+	if (line_reserve(l, DC_QKEY_MAX + extra) < 0) {
+		w->in_event = 0;
+		return -1;
+	}
+	/* three 16-byte copies: inlined, where one of 48 may be a call */
+	memcpy(l->p + l->len, k->s, 16);
+	memcpy(l->p + l->len + 16, k->s + 16, 16);
+	memcpy(l->p + l->len + 32, k->s + 32, 16);
+	l->len += k->len;
+	return 0;
+}
+
+void dc_writer_arg_int_q(struct dc_writer *w, const struct dc_qkey *k, int64_t v)
+{
+	if (arg_qkey(w, k, 21) == 0)
+		put_i64(&w->ev, v);
+}
+
+void dc_writer_arg_str_q(struct dc_writer *w, const struct dc_qkey *k, const char *s)
+{
+	if (s == NULL) {
+		if (arg_qkey(w, k, 4) == 0)
+			put_str(&w->ev, "null");
+		return;
+	}
+	if (arg_qkey(w, k, DC_QFAST + 2) == 0 && put_qz(&w->ev, s, 0) < 0)
+		w->in_event = 0;
+}
+
+void dc_writer_arg_hash_q(struct dc_writer *w, const struct dc_qkey *k, const char *hash)
+{
+	struct dc_line *l = &w->ev;
+
+	if (arg_qkey(w, k, 18) < 0)
+		return;
+	l->p[l->len] = '"';
+	memcpy(l->p + l->len + 1, hash, 16);
+	l->p[l->len + 17] = '"';
+	l->len += 18;
 }
 
 void dc_writer_end(struct dc_writer *w)
@@ -762,7 +1080,13 @@ void dc_writer_end(struct dc_writer *w)
 	if (line_reserve(l, 3) < 0)
 		return;
 	put_str(l, "}}\n");
-	emit(w, l->p, l->len, 1);
+	if (l->borrowed) { /* built in place: it is in the text buffer already */
+		w->len += l->len;
+		w->pending++;
+		l->borrowed = 0;
+	} else {
+		emit(w, l->p, l->len, 1);
+	}
 	l->len = 0;
 	w->count++;
 }
@@ -838,8 +1162,8 @@ int dc_writer_close(struct dc_writer *w, int complete)
 	} else {
 		dc_wthread_stop(w->t); /* failed in dc_writer_fdopen: nothing was written */
 	}
-	free(w->ev.p);
-	free(w->meta.p);
+	free(w->ev.own);
+	free(w->meta.own);
 	strtab_free(&w->fh);
 	strtab_free(&w->sh);
 	free(w);

@@ -16,7 +16,7 @@ void dc_hash(const void *data, size_t len, char out[17]);
 
 /* Writes a trace to fd (open for writing, positioned where the trace starts; `path` names
  * it in messages); the writer owns fd from now on, also on failure. compress=1 writes gzip
- * members (RFC 1952, libdeflate at wthread.h DC_WT_LEVEL, one per text buffer of up to
+ * members (RFC 1952, ISA-L igzip at wthread.h DC_WT_LEVEL, one per text buffer of up to
  * 1 MiB, compressed and written by the writer's own thread), 0 a plain .pfw (written by that
  * thread too). Writes "[\n" and the HH record
  * for `hostname` (pid, tid of that record given). Returns NULL and fills err (one line
@@ -54,6 +54,38 @@ void dc_writer_arg_uint(struct dc_writer *w, const char *key, uint64_t v);
 void dc_writer_arg_double(struct dc_writer *w, const char *key, double v);
 void dc_writer_arg_str(struct dc_writer *w, const char *key, const char *s);
 void dc_writer_end(struct dc_writer *w);
+
+/* An args key quoted once, for the dc_writer_*_q calls that write it with one fixed-size
+ * copy: `,"key":` JSON-escaped in s (len bytes; the rest of s zero). */
+#define DC_QKEY_MAX 48
+struct dc_qkey {
+	unsigned char len;
+	char s[DC_QKEY_MAX];
+};
+
+/* Fills q for key (NUL-terminated). Returns 0, or -1 when the quoted key does not fit
+ * DC_QKEY_MAX (the caller then writes that key with the plain calls). */
+int dc_qkey_make(struct dc_qkey *q, const char *key);
+
+/* An event's name and layer quoted once (dc_qname_make), for dc_writer_begin_q:
+ * `,"name":"N","cat":"C"` JSON-escaped, len bytes in s. */
+struct dc_qname {
+	size_t len;
+	char *s;
+};
+
+/* Fills q for name and cat; q->s is malloc(3)ed (free it with free(q->s)). Returns 0, or
+ * -1 when out of memory. */
+int dc_qname_make(struct dc_qname *q, const char *name, const char *cat);
+
+/* dc_writer_begin with the name and the layer quoted beforehand: the same bytes. */
+void dc_writer_begin_q(struct dc_writer *w, uint64_t id, const struct dc_qname *nc, int pid,
+		       int tid, uint64_t ts_us, uint64_t dur_us);
+/* dc_writer_arg_int / dc_writer_arg_str with a pre-quoted key: the same bytes. */
+void dc_writer_arg_int_q(struct dc_writer *w, const struct dc_qkey *k, int64_t v);
+void dc_writer_arg_str_q(struct dc_writer *w, const struct dc_qkey *k, const char *s);
+/* A hash (16 lowercase hex characters, dc_hash's) as a string arg, copied as it is. */
+void dc_writer_arg_hash_q(struct dc_writer *w, const struct dc_qkey *k, const char *hash);
 
 /* Ends the current gzip member (a no-op when nothing is buffered) and writes it out,
  * so everything so far survives a kill. Returns 0, or -1 on a write error now or in an

@@ -1,12 +1,12 @@
 /* wthread.c: the trace writer's thread: a bounded FIFO of text buffers, each compressed as
- * one whole gzip member with libdeflate (or written plain) and written in order. */
+ * one whole gzip member with ISA-L's igzip (or written plain) and written in order. */
 
 #define _GNU_SOURCE
 
 #include "wthread.h"
 
 #include <errno.h>
-#include <libdeflate.h>
+#include <isa-l/igzip_lib.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -45,7 +45,7 @@ struct dc_wthread {
 	int err;            /* first error, sticky; read with __atomic_load_n */
 	uint64_t on_disk;   /* read with __atomic_load_n */
 
-	struct libdeflate_compressor *c;
+	unsigned char *lvlbuf; /* igzip's working memory for level DC_WT_LEVEL */
 	char *out;
 	size_t outcap;
 };
@@ -82,6 +82,37 @@ static void set_error(struct dc_wthread *t, int e)
 		lseek(t->fd, t->good, SEEK_SET);
 }
 
+/* Room for one member of n bytes of text: igzip's stateless output is at most the input
+ * plus stored-block headers (igzip_lib.h, isal_deflate_stateless), and the gzip header and
+ * trailer; an eighth more is far above that. */
+static size_t member_bound(size_t n)
+{
+	return n + n / 8 + ISAL_DEF_MAX_HDR_SIZE + 64;
+}
+
+/* n bytes of p as one whole gzip member (RFC 1952: igzip's generic header, its CRC-32 and
+ * size trailer) at level DC_WT_LEVEL into out (cap bytes). Returns its size, 0 when it
+ * does not fit or igzip fails. Source: igzip_lib.h, isal_deflate_stateless. */
+static size_t gzip_member(struct dc_wthread *t, const char *p, size_t n, char *out, size_t cap)
+{
+	struct isal_zstream z;
+
+	isal_deflate_stateless_init(&z);
+	z.level = DC_WT_LEVEL;
+	z.level_buf = t->lvlbuf;
+	z.level_buf_size = ISAL_DEF_LVL1_DEFAULT;
+	z.gzip_flag = IGZIP_GZIP;
+	z.flush = NO_FLUSH;
+	z.end_of_stream = 1;
+	z.next_in = (uint8_t *)p;
+	z.avail_in = (uint32_t)n;
+	z.next_out = (uint8_t *)out;
+	z.avail_out = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
+	if (n > UINT32_MAX || isal_deflate_stateless(&z) != COMP_OK)
+		return 0;
+	return z.total_out;
+}
+
 /* Compresses (or not) and writes one buffer; skipped after an error. */
 static void write_buf(struct dc_wthread *t, const struct dc_wbuf *b)
 {
@@ -92,7 +123,7 @@ static void write_buf(struct dc_wthread *t, const struct dc_wbuf *b)
 	if (t->err)
 		goto out;
 	if (t->level) {
-		size_t need = libdeflate_gzip_compress_bound(t->c, n);
+		size_t need = member_bound(n);
 
 		if (need > t->outcap) {
 			char *np = realloc(t->out, need);
@@ -104,7 +135,7 @@ static void write_buf(struct dc_wthread *t, const struct dc_wbuf *b)
 			t->out = np;
 			t->outcap = need;
 		}
-		n = libdeflate_gzip_compress(t->c, b->p, b->len, t->out, t->outcap);
+		n = gzip_member(t, b->p, b->len, t->out, t->outcap);
 		if (n == 0) { /* cannot happen with the bound's room */
 			set_error(t, EIO);
 			goto out;
@@ -158,8 +189,7 @@ static void destroy(struct dc_wthread *t)
 	for (int i = 0; i < DC_WT_NBUF; i++)
 		free(t->pool[i]);
 	free(t->out);
-	if (t->c)
-		libdeflate_free_compressor(t->c);
+	free(t->lvlbuf);
 	pthread_mutex_destroy(&t->m);
 	pthread_mutex_destroy(&t->io);
 	pthread_cond_destroy(&t->work);
@@ -167,7 +197,7 @@ static void destroy(struct dc_wthread *t)
 	free(t);
 }
 
-struct dc_wthread *dc_wthread_start(int fd, off_t good, int level)
+struct dc_wthread *dc_wthread_start(int fd, off_t good, int compress)
 {
 	struct dc_wthread *t = calloc(1, sizeof(*t));
 	sigset_t all, old;
@@ -177,7 +207,7 @@ struct dc_wthread *dc_wthread_start(int fd, off_t good, int level)
 		return NULL;
 	t->fd = fd;
 	t->good = good;
-	t->level = level;
+	t->level = compress ? 1 : 0;
 	pthread_mutex_init(&t->m, NULL);
 	pthread_mutex_init(&t->io, NULL);
 	pthread_cond_init(&t->work, NULL);
@@ -188,11 +218,11 @@ struct dc_wthread *dc_wthread_start(int fd, off_t good, int level)
 			goto nomem;
 		t->freel[t->nfree++] = t->pool[i];
 	}
-	if (level) {
-		t->c = libdeflate_alloc_compressor(level);
-		if (t->c == NULL)
+	if (compress) {
+		t->lvlbuf = malloc(ISAL_DEF_LVL1_DEFAULT);
+		if (t->lvlbuf == NULL)
 			goto nomem;
-		t->outcap = libdeflate_gzip_compress_bound(t->c, DC_WT_BUF);
+		t->outcap = member_bound(DC_WT_BUF);
 		t->out = malloc(t->outcap);
 		if (t->out == NULL)
 			goto nomem;

@@ -1,5 +1,5 @@
 /* wthread.h: the trace writer's thread: text buffers handed over in order through a bounded
- * queue, each compressed as one whole gzip member (libdeflate) or written plain, off the consumer. */
+ * queue, each compressed as one whole gzip member (ISA-L igzip) or written plain, off the consumer. */
 #ifndef DC_WTHREAD_H
 #define DC_WTHREAD_H
 
@@ -11,18 +11,19 @@
  * DC_WT_NBUF - 1 are queued while one is being filled. */
 #define DC_WT_NBUF 4
 #define DC_WT_BUF  (1024 * 1024)
-/* libdeflate's compression level of the members (1..12). Chosen by measurement on traces
- * of io_posix.lua (bench/README.md "Compression level"). */
+/* ISA-L igzip's compression level of the members (0..3). Chosen by measurement on traces
+ * of io_posix.lua (bench/README.md "Compression level": 1 is 3-5x faster than
+ * libdeflate's level 1, for 1-6 % more bytes). */
 #define DC_WT_LEVEL 1
 
 struct dc_wthread;
 
 /* Starts the thread that writes to fd, whose trace starts at offset `good` (the file size
- * a reader may see as complete). level: 0 writes the text plain, 1..12 compresses every
- * buffer as one gzip member (RFC 1952) at that libdeflate level. The caller keeps fd (and
+ * a reader may see as complete). compress: 0 writes the text plain, 1 compresses every
+ * buffer as one gzip member (RFC 1952) at igzip level DC_WT_LEVEL. The caller keeps fd (and
  * closes it after dc_wthread_stop). Returns NULL with errno (ENOMEM, EAGAIN from
  * pthread_create(3)). The thread blocks every signal. */
-struct dc_wthread *dc_wthread_start(int fd, off_t good, int level);
+struct dc_wthread *dc_wthread_start(int fd, off_t good, int compress);
 
 /* An empty buffer of DC_WT_BUF bytes to fill; waits while all of them are queued (the
  * only wait of the caller: the writer is DC_WT_NBUF - 1 buffers behind). */

@@ -93,8 +93,9 @@ def collect(path, recs=None, closed=None):
     for pid, tid, parent, func, f, moved, dur, n in rows:
         tables = [(func, by_func)] if func else []
         if (pid, tid, parent) not in io_ids:  # a call made by an I/O call counts once, in it
-            proc = "%s %s" % (pid, names.get(pid, ""))
-            tables += [(f, by_file), (proc.strip(), by_proc)]
+            tables.append((f, by_file))
+            if func:  # a two-file call's second row counts on its file only: once per process
+                tables.append((("%s %s" % (pid, names.get(pid, ""))).strip(), by_proc))
         for key, table in tables:
             t = table[key]
             t[0] += n
@@ -206,6 +207,10 @@ def main(argv):
                   file=sys.stderr)
             return 1
         jobs.append(("job %s in %s" % (job, d), paths))
+    bad = [a for a in argv if a.startswith("-")]
+    if bad:
+        print("pfw_summary.py: unknown option %s (see --help)" % bad[0], file=sys.stderr)
+        return 2
     if not argv and not jobs:
         print(__doc__, file=sys.stderr)
         return 2

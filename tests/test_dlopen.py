@@ -284,7 +284,8 @@ fh = MPI.File.Open(comm, sys.argv[1], MPI.MODE_CREATE | MPI.MODE_RDWR)
 fh.Write_at(r * 4096, numpy.full(4096, r, dtype="u1"))
 fh.Write_at_all(2 * 4096 + r * 8192, numpy.full(1024, r, dtype="f8"))
 fh.Close()
-print("rank", r, "of", comm.Get_size())
+sys.stdout.write("rank %d of %d\\n" % (r, comm.Get_size()))  # one write(2): whole lines
+sys.stdout.flush()
 """
 if not py_has("mpi4py") or not shutil.which("mpirun.openmpi"):
     print("SKIP: %s cannot import mpi4py (python3-mpi4py) or no mpirun.openmpi: the mpi4py "

@@ -156,6 +156,9 @@ def main():
         cluster.close()
 
     # --- the report ---
+    r = dctest.run_dc(["report", "--bogus", traces])
+    equal((r.returncode, r.stderr.split(" (usage")[0]), (2, "datacrumbs report: unknown option --bogus"),
+          "datacrumbs report --bogus: named, exit 2")
     out = os.path.join(d, "site", "report.html")
     os.makedirs(os.path.dirname(out))
     r = dctest.run_dc(["report", "-o", out, traces])

@@ -43,7 +43,7 @@ def main():
     for opts, want_status in (([], True), (["--no-status"], False)):
         trace = os.path.join(wd, "tty%s.pfw.gz" % "".join(opts))
         master, slave = os.openpty()
-        p = subprocess.Popen([t.DATACRUMBS, "run", "--flush-interval", "10", "-o", trace] + opts +
+        p = subprocess.Popen([t.DATACRUMBS, "run", "--flush-interval", "300", "-o", trace] + opts +
                              ["io_posix.lua", "--", PROG_WAIT, "after", out, "100"],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=slave)
         os.close(slave)
@@ -60,6 +60,10 @@ def main():
             m = STATUS.search(seen)
             t.equal(m and (m.group(2), m.group(4)), (b"0.0", b"0"),
                     "status line: nothing lost (0.0 %, 0 lost)")
+            # the first line's rate counts from the start (it read 0 events/s)
+            t.check(m and (int(m.group(3)) == 0) == (int(m.group(1)) == 0),
+                    "the first status line: events/s > 0 once events are written: %r" %
+                    (m and m.group(0)))
         p.stdin.close()  # prog_wait reads EOF, writes, exits
         p.wait(timeout=120)
         while True:

@@ -111,6 +111,30 @@ equal([rows.get(("function", k)) for k in ("MPIIO MPI_File_write_at", "STDIO fre
 equal(rows.get(("file", "/d/f")), (7, 5480, 15), "mixed: the file's row")
 equal(rows.get(("process", "7 Rank 3")), (7, 5480, 15), "mixed: the rank's row")
 
+# a call on two files (copy_file_range: fhash and fhash2) counts on both files, once on its
+# process and once in the function table
+FH2 = "".join("%02x" % b for b in hashlib.md5(b"/d/g").digest()[::2])
+two = ["[", head_lines[0]] + [
+    '{"name":"FH","cat":"dftracer","pid":7,"tid":7,"ph":"M","args":{"hhash":"%s","name":"%s",'
+    '"value":"%s"}}' % (HH, n, h) for n, h in (("/d/f", FH), ("/d/g", FH2))]
+two.append('{"id":1,"name":"copy_file_range","cat":"POSIX","pid":7,"tid":7,"ts":1700000000000001,'
+           '"dur":5,"ph":"X","args":{"hhash":"%s","level":1,"p_idx":-1,"fhash":"%s","fhash2":"%s",'
+           '"fd_in":3,"fd_out":4,"count":4096,"ret":4096}}' % (HH, FH, FH2))
+two_path = os.path.join(dctest.workdir("summary-two"), "two.pfw")
+with open(two_path, "w") as out:
+    out.write("\n".join(two) + "\n]")
+dctest.check_pfw(two_path)
+head, rows = summary(two_path)
+equal(head.split(": ", 1)[1], "1 processes, 1 calls", "two files: header")
+equal([rows.get(k) for k in (("function", "POSIX copy_file_range"), ("file", "/d/f"), ("file", "/d/g"),
+                              ("process", "7"))],
+      [(1, 4096, 5)] * 4, "two files: one call per function, per file, once on the process")
+
+# an unknown option is named, exit 2
+r = subprocess.run([sys.executable, SUMMARY, "--tpo", mixed_path], capture_output=True, text=True)
+equal((r.returncode, r.stderr.strip()), (2, "pfw_summary.py: unknown option --tpo (see --help)"),
+      "pfw_summary.py --tpo: named, exit 2")
+
 # `pfw_summary.py ... | head -1`: the summary stops at the closed pipe, exit 0, nothing on stderr
 big = os.path.join(dctest.workdir("summary-pipe"), "big.pfw")
 with open(big, "w") as out:

@@ -446,6 +446,145 @@ static void test_big_trace(const char *dir)
 	printf("unit_writer: wrote %s\n", path);
 }
 
+/* One event of test_quoted: ts across 12 seconds, every digit count (10^k - 1 and 10^k)
+ * in its args, a name longer than the writer's one-pass quoting (64 bytes) and one that
+ * needs escaping;
+ * written with the plain calls (q NULL) or the pre-quoted ones, the same bytes wanted.
+ * Every 7th event, an FH record comes while the event is being built. Appends the text
+ * the event must give to want (snprintf, independent of the writer). */
+static void quoted_event(struct dc_writer *w, size_t i, const struct dc_qname *qn,
+			 const struct dc_qkey *qk, char **want, size_t *wlen)
+{
+	static const char *const names[] = {
+		"pwrite64", "name-with-\"quote\"",
+		"a_name_that_is_longer_than_sixty_four_bytes_so_the_writer_quotes_it_the_slow_way"
+	};
+	const char *name = names[i % 3];
+	uint64_t p10 = 1, v[20];
+	char esc[256], line[8192], path[64];
+	const char *fh;
+	size_t n = 0, k;
+	int pid = 100 + (int)(i % 2), tid = pid + (int)(i % 3);
+
+	for (k = 0; k < 20; k++, p10 *= 10)
+		v[k] = (i + k) % 2 ? p10 : p10 - 1; /* 1e19 - 1 fits, 1e19 too */
+	snprintf(path, sizeof(path), "/data/q%zu", i / 7);
+	fh = i % 7 == 3 ? NULL : dc_writer_file(w, pid, tid, path);
+	if (qn != NULL)
+		dc_writer_begin_q(w, i + 1, &qn[i % 3], pid, tid, TS + i * 997, v[i % 7]);
+	else
+		dc_writer_begin(w, i + 1, name, "POSIX", pid, tid, TS + i * 997, v[i % 7]);
+	if (fh == NULL) /* its FH record lands before the event */
+		fh = dc_writer_file(w, pid, tid, path);
+	long e = dc_json_escape(esc, sizeof(esc), name, strlen(name));
+	n += (size_t)snprintf(line + n, sizeof(line) - n,
+			      "{\"id\":%zu,\"name\":\"%.*s\",\"cat\":\"POSIX\",\"pid\":%d,\"tid\":%d,"
+			      "\"ts\":%llu,\"dur\":%llu,\"ph\":\"X\",\"args\":{\"hhash\":"
+			      "\"2dbbcec2c820dc4c\"", i + 1, (int)e, esc, pid, tid,
+			      (unsigned long long)(TS + i * 997), (unsigned long long)v[i % 7]);
+	if (qk != NULL) {
+		dc_writer_arg_hash_q(w, &qk[0], fh);
+		dc_writer_arg_int_q(w, &qk[1], (int64_t)v[i % 19]);
+		dc_writer_arg_int_q(w, &qk[2], -(int64_t)v[(i + 3) % 19]);
+		dc_writer_arg_str_q(w, &qk[3], name);
+		dc_writer_arg_int_q(w, &qk[4], INT64_MIN);
+	} else {
+		dc_writer_arg_str(w, "fhash", fh);
+		dc_writer_arg_int(w, "count", (int64_t)v[i % 19]);
+		dc_writer_arg_int(w, "off\"set", -(int64_t)v[(i + 3) % 19]);
+		dc_writer_arg_str(w, "what", name);
+		dc_writer_arg_int(w, "imin", INT64_MIN);
+	}
+	dc_writer_arg_uint(w, "umax", v[19 - i % 2]); /* 10^19 (20 digits), 10^18 */
+	static char longarg[6001];
+	memset(longarg, 'y', 6000); /* more than the room an event is begun with */
+	if (i % 1000 == 999)
+		dc_writer_arg_str(w, "long", longarg);
+	dc_writer_end(w);
+	n += (size_t)snprintf(line + n, sizeof(line) - n,
+			      ",\"fhash\":\"%s\",\"count\":%llu,\"off\\\"set\":%lld,\"what\":\"%.*s\","
+			      "\"imin\":-9223372036854775808,\"umax\":%llu}}\n", fh,
+			      (unsigned long long)v[i % 19], -(long long)v[(i + 3) % 19],
+			      (int)e, esc, (unsigned long long)v[19 - i % 2]);
+	if (i % 1000 == 999) {
+		n -= 3; /* before the closing "}}\n" */
+		n += (size_t)snprintf(line + n, sizeof(line) - n, ",\"long\":\"%s\"}}\n", longarg);
+	}
+	if (want != NULL) {
+		memcpy(*want + *wlen, line, n);
+		*wlen += n;
+	}
+}
+
+/* The fast paths (one-pass quoting, events built in the text buffer, pre-quoted names and
+ * keys, the pid/tid and FH lookups reused) write the bytes the plain path writes, across
+ * several buffer hand-overs, with metadata records arriving mid-event. */
+static void test_quoted(const char *dir)
+{
+	enum { EVENTS = 12000 };
+	static const char *const names[] = {
+		"pwrite64", "name-with-\"quote\"",
+		"a_name_that_is_longer_than_sixty_four_bytes_so_the_writer_quotes_it_the_slow_way"
+	};
+	static const char *const keys[] = { "fhash", "count", "off\"set", "what", "imin" };
+	struct dc_qname qn[3];
+	struct dc_qkey qk[5], big;
+	char path[2][4096], *text[2], *want, *events;
+	size_t tlen[2], wlen = 0, elen = 0;
+	int members = 0, unaligned = 0;
+
+	check(dc_qkey_make(&big, "a_key_far_too_long_to_be_quoted_in_forty_eight_bytes") < 0,
+	      "quoted: a key longer than DC_QKEY_MAX is refused");
+	for (int k = 0; k < 5; k++)
+		check(dc_qkey_make(&qk[k], keys[k]) == 0, "quoted: dc_qkey_make");
+	check(qk[2].len == 12 && memcmp(qk[2].s, ",\"off\\\"set\":", 12) == 0,
+	      "quoted: a key is escaped once");
+	for (int k = 0; k < 3; k++)
+		check(dc_qname_make(&qn[k], names[k], "POSIX") == 0, "quoted: dc_qname_make");
+	want = malloc(EVENTS * 2048);
+	events = malloc(EVENTS * 2048);
+	if (want == NULL || events == NULL) {
+		check(0, "quoted: malloc");
+		return;
+	}
+	for (int q = 0; q < 2; q++) {
+		snprintf(path[q], sizeof(path[q]), "%s/writer-%s.pfw.gz", dir, q ? "quoted" : "plain");
+		struct dc_writer *w = open_or_fail(path[q], 1);
+		if (w == NULL)
+			return;
+		for (size_t i = 0; i < EVENTS; i++)
+			quoted_event(w, i, q ? qn : NULL, q ? qk : NULL, q ? NULL : &events,
+				     q ? NULL : &elen);
+		check(dc_writer_close(w, 1) == 0, "quoted: close returns 0");
+		size_t rlen = 0;
+		char *raw = slurp(path[q], &rlen);
+		text[q] = raw ? gunzip_members(raw, rlen, &tlen[q], &members, &unaligned) : NULL;
+		free(raw);
+		check(text[q] != NULL && members >= 3 && unaligned == 0,
+		      "quoted: several complete members, each ending on a line");
+	}
+	if (text[0] != NULL && text[1] != NULL) {
+		check(tlen[0] == tlen[1] && memcmp(text[0], text[1], tlen[0]) == 0,
+		      "quoted: the pre-quoted calls write the plain calls' bytes");
+		/* the events, without the metadata lines, are exactly the expected text */
+		const char *p = text[0];
+		while ((p = strstr(p, "\n{\"id\":")) != NULL) {
+			const char *end = strchr(p + 1, '\n');
+			memcpy(want + wlen, p + 1, (size_t)(end - p));
+			wlen += (size_t)(end - p);
+			p = end;
+		}
+		check(wlen == elen && memcmp(want, events, elen) == 0,
+		      "quoted: every number and string as snprintf writes it");
+	}
+	for (int k = 0; k < 3; k++)
+		free(qn[k].s);
+	free(text[0]);
+	free(text[1]);
+	free(want);
+	free(events);
+}
+
 static void test_errors(const char *dir)
 {
 	char path[4096], err[512] = "", want[4200];
@@ -538,6 +677,7 @@ int main(int argc, char **argv)
 	test_escape();
 	test_sample_traces(dir);
 	test_big_trace(dir);
+	test_quoted(dir);
 	test_errors(dir);
 	test_cut(dir);
 	printf("unit_writer: %d passed, %d failed\n", passed, failed);

@@ -375,7 +375,12 @@ def main(argv):
             return 2
         out = argv[i + 1]
         del argv[i:i + 2]
-    if not argv or any(a.startswith("-") for a in argv):
+    bad = [a for a in argv if a.startswith("-")]
+    if bad:
+        print("datacrumbs report: unknown option %s (usage: datacrumbs report "
+              "[-o REPORT.html] [--no-chrome] TRACE|DIR...)" % bad[0], file=sys.stderr)
+        return 2
+    if not argv:
         print("usage: datacrumbs report [-o REPORT.html] [--no-chrome] TRACE|DIR...",
               file=sys.stderr)
         return 2

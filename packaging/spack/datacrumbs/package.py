@@ -32,7 +32,7 @@ class Datacrumbs(CMakePackage):
     depends_on("libuv")
     depends_on("libyaml")
     depends_on("zlib-api")
-    depends_on("libdeflate")
+    depends_on("isa-l")
     depends_on("openssl")
     depends_on("python@3.8:", type="run")
     depends_on("py-pandas", type="run", when="+report")
