@@ -243,19 +243,36 @@ static __always_inline struct file *fd_file(long fd)
  * (the return) of fd of the current task, all 0 when there is no such fd: the file's
  * super block's s_magic tells a pipe or socket (include/uapi/linux/magic.h; the kernel
  * names such an fd pipe:[INO] or socket:[INO], fs/pipe.c pipefs_dname, net/socket.c
- * sockfs_dname). Two bodies: _btf loads the file's fields straight
- * through its BTF (bpf_rdonly_cast: no helper call), for programs loaded only where the
- * kernel has the kfunc; _rd reads them with five bpf_probe_read_kernel calls. Subprograms
+ * sockfs_dname). Two bodies: _btf loads the slot and the file's fields straight
+ * through BTF (bpf_rdonly_cast: no helper call at all), for programs loaded only where the
+ * kernel has the kfunc; _rd reads the slot and them with six bpf_probe_read_kernel calls. Subprograms
  * (noinline): clang 14 takes minutes over the programs that inline many copies of these
  * direct loads. */
 static __noinline __u32 fd_facts_btf(long fd, __u64 *ino, __u64 *dev)
 {
-	struct file *f = fd_file(fd);
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct fdtable *fdt = t->files->fdt;
+	struct file **fds = fdt->fd;
+	struct file *bf;
 	*ino = 0;
 	*dev = 0;
-	if (!f)
+	if (fd < 0 || fd >= fdt->max_fds)
 		return 0;
-	struct file *bf = bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
+	if (bpf_core_field_offset(struct kiocb, ki_filp) == 0) {
+		/* the slot fd[fd] read as the first member of a struct kiocb (ki_filp, a
+		 * struct file *, at offset 0 in every kernel: include/linux/fs.h), the one
+		 * kernel type whose field is a BTF-typed file pointer at the start: a direct
+		 * load, no helper call */
+		struct kiocb *slot = bpf_rdonly_cast(&fds[fd], bpf_core_type_id_kernel(struct kiocb));
+		bf = slot->ki_filp;
+	} else {
+		struct file *f = NULL;
+		if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]))
+			return 0;
+		bf = bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
+	}
+	if (!bf)
+		return 0;
 	struct inode *i = bf->f_inode;
 	struct super_block *sb = i->i_sb;
 	unsigned long magic = sb->s_magic;
@@ -283,8 +300,8 @@ static __noinline __u32 fd_facts_rd(long fd, __u64 *ino, __u64 *dev)
  * when it is no file of a file system: DC_F_PIPE or DC_F_SOCKET (then named by its inode
  * alone, *dev 0), else 0. Runs at every fd call's entry (trace mode) or return (profile
  * mode's key). btf, a constant at each call site: 1 in programs loaded only where the
- * kernel has bpf_rdonly_cast (Linux 6.2; core/attach.c load_syscalls picks them): one
- * helper call in all; 0: six (there were ten before fd_file's direct loads). */
+ * kernel has bpf_rdonly_cast (Linux 6.2; core/attach.c load_syscalls picks them): no
+ * helper call; 0: six (there were ten before fd_file's direct loads). */
 static __always_inline __u32 fd_special(long fd, __u64 *ino, __u64 *dev, int btf)
 {
 	__u32 k = btf ? fd_facts_btf(fd, ino, dev) : fd_facts_rd(fd, ino, dev);
