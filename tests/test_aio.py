@@ -245,7 +245,19 @@ def linked_names(base):
     return {names.get(lk["prog_id"]) for lk in objs(base + ".link")}, set(names.values())
 
 
-for variant, env, pair in (("", {}, ("dc_sys_enter", "dc_sys_exit")),
+# the loader's default pair: the BTF one where the kernel's BTF has the kfunc
+# bpf_rdonly_cast (Linux 6.2; its name in the BTF's strings), else the probe-read one
+try:
+    with open("/sys/kernel/btf/vmlinux", "rb") as f:
+        HAS_CAST = b"\0bpf_rdonly_cast\0" in f.read()
+except OSError:
+    HAS_CAST = False
+if not HAS_CAST:
+    print("NOTE: no bpf_rdonly_cast in this kernel's BTF: both runs use the probe-read pair",
+          flush=True)
+DEFAULT_PAIR = ("dc_sys_enter", "dc_sys_exit") if HAS_CAST else ("dc_sys_enter_c",
+                                                                  "dc_sys_exit_c")
+for variant, env, pair in (("", {}, DEFAULT_PAIR),
                            (" (probe-read pair)", {"DATACRUMBS_NO_RDONLY_CAST": "1"},
                             ("dc_sys_enter_c", "dc_sys_exit_c"))):
     d2 = dctest.workdir("aio-raw" + ("-c" if env else ""))
