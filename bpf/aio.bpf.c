@@ -100,7 +100,7 @@ static __always_inline void op_done(struct dc_aio_op *op, __u64 now, long res)
 	if (profile_ns) {
 		__u32 probe = DC_COOKIE_PROBE(op->cookie);
 		if (profile_call(bpf_map_lookup_elem(&pinfo, &probe), probe, op->tgid, op->ts, now,
-				 op->args, 0, 0, 0, res, 1))
+				 op->args, 0, 0, 0, res, 1, 0))
 			return;
 	}
 	struct dc_event *e = ring_reserve(sizeof(*e));
@@ -263,7 +263,7 @@ static long submit_one(__u32 i, struct submit_ctx *c)
 		op.args[2] = iov_sum((const struct iovec *)cb.aio_buf, cb.aio_nbytes);
 	else if (cmd == DC_IOCB_CMD_FSYNC || cmd == DC_IOCB_CMD_FDSYNC)
 		op.args[1] = op.args[2] = 0; /* no range: the whole file */
-	fd_inode((long)(int)cb.aio_fildes, &op.args[3], &op.args[4]);
+	fd_inode((long)(int)cb.aio_fildes, &op.args[3], &op.args[4], 0);
 	op.args[5] = cb.aio_data;
 	struct dc_iocb_key k = { .tgid = c->tgid, .iocb = p, .data = cb.aio_data };
 	if (bpf_map_update_elem(&aio_inflight, &k, &op, BPF_NOEXIST)) {

@@ -216,48 +216,110 @@ static __always_inline __u64 user_dev(__u32 kdev)
 	return (minor & 0xff) | (major << 8) | ((minor & ~0xffU) << 12);
 }
 
-/* The inode and device of file descriptor fd of the current task (current->files->fdt->
- * fd[fd]->f_inode), read when an open returns, so short-lived files (written, renamed,
- * unlinked before the tracer reads the event) keep their path for page cache events. */
-static __always_inline void fd_inode(long fd, __u64 *ino, __u64 *dev)
+/* bpf_rdonly_cast (kfunc, Linux 6.2, kernel/bpf/helpers.c): obj as a read-only pointer to
+ * the kernel type btf_id, whose fields a program then loads directly (a faulting load
+ * reads 0). Weak: an object that calls it loads only where the kernel has it, and only
+ * programs that do not call it are loaded elsewhere (the loader picks, core/attach.c
+ * load_syscalls). The verifier turns the call into a register move. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
+/* The struct file of fd in the current task's fd table (current->files->fdt->fd[fd]),
+ * NULL when there is none. The task, its files_struct and fdtable are read by direct loads
+ * through the task's BTF (bpf_get_current_task_btf, Linux 5.11: no helper call, a
+ * faulting load reads 0); the slot, a pointer to pointer the verifier types as a number,
+ * by one bpf_probe_read_kernel. */
+static __always_inline struct file *fd_file(long fd)
 {
-	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
-	struct file **fds = BPF_CORE_READ(t, files, fdt, fd);
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct fdtable *fdt = t->files->fdt;
+	struct file **fds = fdt->fd;
 	struct file *f = NULL;
-	*ino = 0;
-	*dev = 0;
-	if (fd < 0 || fd >= BPF_CORE_READ(t, files, fdt, max_fds) ||
-	    bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
-		return;
-	struct inode *i = BPF_CORE_READ(f, f_inode);
-	*ino = BPF_CORE_READ(i, i_ino);
-	*dev = user_dev(BPF_CORE_READ(i, i_sb, s_dev));
+	if (fd < 0 || fd >= fdt->max_fds || bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]))
+		return NULL;
+	return f;
 }
 
-/* The inode and device of fd of the current task, as fd_inode (0 and 0: no such fd), and
- * what it is when it is no file of a file system: DC_F_PIPE or DC_F_SOCKET (its super
- * block's s_magic, include/uapi/linux/magic.h; the kernel names such an fd pipe:[INO] or
- * socket:[INO], fs/pipe.c pipefs_dname, net/socket.c sockfs_dname), else 0. */
-static __always_inline __u32 fd_special(long fd, __u64 *ino, __u64 *dev)
+/* The inode number (*ino), device (*dev, user encoding) and DC_F_PIPE / DC_F_SOCKET / 0
+ * (the return) of fd of the current task, all 0 when there is no such fd: the file's
+ * super block's s_magic tells a pipe or socket (include/uapi/linux/magic.h; the kernel
+ * names such an fd pipe:[INO] or socket:[INO], fs/pipe.c pipefs_dname, net/socket.c
+ * sockfs_dname). Two bodies: _btf loads the slot and the file's fields straight
+ * through BTF (bpf_rdonly_cast: no helper call at all), for programs loaded only where the
+ * kernel has the kfunc; _rd reads the slot and them with six bpf_probe_read_kernel calls. Subprograms
+ * (noinline): clang 14 takes minutes over the programs that inline many copies of these
+ * direct loads. */
+static __noinline __u32 fd_facts_btf(long fd, __u64 *ino, __u64 *dev)
 {
-	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
-	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt); /* each read once: this runs
-								 at every fd call's entry */
-	struct file **fds = BPF_CORE_READ(fdt, fd);
-	struct file *f = NULL;
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct fdtable *fdt = t->files->fdt;
+	struct file **fds = fdt->fd;
+	struct file *bf;
 	*ino = 0;
 	*dev = 0;
-	if (fd < 0 || fd >= BPF_CORE_READ(fdt, max_fds) ||
-	    bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+	if (fd < 0 || fd >= fdt->max_fds)
+		return 0;
+	if (bpf_core_field_offset(struct kiocb, ki_filp) == 0) {
+		/* the slot fd[fd] read as the first member of a struct kiocb (ki_filp, a
+		 * struct file *, at offset 0 in every kernel: include/linux/fs.h), the one
+		 * kernel type whose field is a BTF-typed file pointer at the start: a direct
+		 * load, no helper call */
+		struct kiocb *slot = bpf_rdonly_cast(&fds[fd], bpf_core_type_id_kernel(struct kiocb));
+		bf = slot->ki_filp;
+	} else {
+		struct file *f = NULL;
+		if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]))
+			return 0;
+		bf = bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
+	}
+	if (!bf)
+		return 0;
+	struct inode *i = bf->f_inode;
+	struct super_block *sb = i->i_sb;
+	unsigned long magic = sb->s_magic;
+	*ino = i->i_ino;
+	*dev = user_dev(sb->s_dev);
+	return magic == DC_PIPEFS_MAGIC ? DC_F_PIPE : magic == DC_SOCKFS_MAGIC ? DC_F_SOCKET : 0;
+}
+
+static __noinline __u32 fd_facts_rd(long fd, __u64 *ino, __u64 *dev)
+{
+	struct file *f = fd_file(fd);
+	*ino = 0;
+	*dev = 0;
+	if (!f)
 		return 0;
 	struct inode *i = BPF_CORE_READ(f, f_inode);
 	struct super_block *sb = BPF_CORE_READ(i, i_sb);
 	unsigned long magic = BPF_CORE_READ(sb, s_magic);
 	*ino = BPF_CORE_READ(i, i_ino);
-	if (magic == DC_PIPEFS_MAGIC || magic == DC_SOCKFS_MAGIC)
-		return magic == DC_PIPEFS_MAGIC ? DC_F_PIPE : DC_F_SOCKET; /* named by ino */
 	*dev = user_dev(BPF_CORE_READ(sb, s_dev));
-	return 0;
+	return magic == DC_PIPEFS_MAGIC ? DC_F_PIPE : magic == DC_SOCKFS_MAGIC ? DC_F_SOCKET : 0;
+}
+
+/* The inode and device of fd of the current task (0 and 0: no such fd), and what it is
+ * when it is no file of a file system: DC_F_PIPE or DC_F_SOCKET (then named by its inode
+ * alone, *dev 0), else 0. Runs at every fd call's entry (trace mode) or return (profile
+ * mode's key). btf, a constant at each call site: 1 in programs loaded only where the
+ * kernel has bpf_rdonly_cast (Linux 6.2; core/attach.c load_syscalls picks them): no
+ * helper call; 0: six (there were ten before fd_file's direct loads). */
+static __always_inline __u32 fd_special(long fd, __u64 *ino, __u64 *dev, int btf)
+{
+	__u32 k = btf ? fd_facts_btf(fd, ino, dev) : fd_facts_rd(fd, ino, dev);
+	if (k) /* named by its inode alone */
+		*dev = 0;
+	return k;
+}
+
+/* The inode and device of file descriptor fd of the current task (current->files->fdt->
+ * fd[fd]->f_inode), read when an open returns, so short-lived files (written, renamed,
+ * unlinked before the tracer reads the event) keep their path for page cache events.
+ * btf: as fd_special. */
+static __always_inline void fd_inode(long fd, __u64 *ino, __u64 *dev, int btf)
+{
+	if (btf)
+		fd_facts_btf(fd, ino, dev);
+	else
+		fd_facts_rd(fd, ino, dev);
 }
 
 /* Reads the cookie's aux value through pointer p (+ the cookie's offset): 4 or 8 bytes.
@@ -414,10 +476,12 @@ static __always_inline __s64 moved_of(const struct dc_pinfo *pi, long ret, __s64
 	return 0;
 }
 
-/* The file key and bytes of a call described by pi, from its (argument) values. */
+/* The file key and bytes of a call described by pi, from its (argument) values; btf: as
+ * fd_special. */
 static __always_inline void agg_key_bytes(const struct dc_pinfo *pi, const __u64 args[DC_MAX_ARGS],
 					  __u64 aux, __u32 aux_ok, __u64 iov_bytes,
-					  struct dc_agg_key *k, __s64 *bytes, int *has_bytes)
+					  struct dc_agg_key *k, __s64 *bytes, int *has_bytes,
+					  int btf)
 {
 	__u64 a1 = 0, a2 = 0, v1 = 0, v2 = 0;
 	for (int i = 0; i < DC_MAX_ARGS; i++) {
@@ -439,7 +503,7 @@ static __always_inline void agg_key_bytes(const struct dc_pinfo *pi, const __u64
 	case DC_PK_STREAM: {
 		long fd = pi->key == DC_PK_FD ? (long)(int)a1 : pi->key == DC_PK_STREAM ? pi->k1 :
 			  (aux_ok ? (long)(int)aux : -1);
-		__u32 special = fd_special(fd, &k->fkey, &k->fdev);
+		__u32 special = fd_special(fd, &k->fkey, &k->fdev, btf);
 		if (special) { /* a pipe or socket: named by its inode alone */
 			k->kind = special == DC_F_PIPE ? DC_AGG_PIPE : DC_AGG_SOCKET;
 			k->fdev = 0;
@@ -495,11 +559,12 @@ static __always_inline void agg_key_bytes(const struct dc_pinfo *pi, const __u64
 
 /* Profile mode: aggregates a finished call of probe `probe`, described by pi, instead of
  * recording it; ret is its return value when has_ret (not for kernel events and
- * entry-only calls). Returns 1 when it did, 0 when the call must be sent as a record. */
+ * entry-only calls); btf: as fd_special. Returns 1 when it did, 0 when the call must be
+ * sent as a record. */
 static __always_inline int profile_call(const struct dc_pinfo *pi, __u32 probe, __u32 tgid,
 					__u64 ts, __u64 now, const __u64 args[DC_MAX_ARGS],
 					__u64 aux, __u32 aux_ok, __u64 iov_bytes, long ret,
-					int has_ret)
+					int has_ret, int btf)
 {
 	if (!pi || pi->record)
 		return 0;
@@ -507,7 +572,7 @@ static __always_inline int profile_call(const struct dc_pinfo *pi, __u32 probe, 
 				.interval = (now - profile_t0) / profile_ns };
 	__s64 bytes = 0;
 	int has_bytes = 0;
-	agg_key_bytes(pi, args, aux, aux_ok, iov_bytes, &k, &bytes, &has_bytes);
+	agg_key_bytes(pi, args, aux, aux_ok, iov_bytes, &k, &bytes, &has_bytes, btf);
 	int has_moved = has_ret && pi->moved != DC_PM_NONE;
 	__s64 moved = has_moved ? moved_of(pi, ret, bytes, has_bytes, args) : 0;
 	agg_add(&k, now - ts, bytes, has_bytes, moved, has_moved);
@@ -556,8 +621,9 @@ static __always_inline void deep_over(struct dc_stack *st, __u64 sp)
  * the too-deep counter was raised and must come down again), 0 when not (untraced
  * process, no room for the thread's stack): a session uprobe then asks the kernel for
  * no return probe (bpf/datacrumbs.h, "Session uprobes"). sp: the user rsp at entry
- * (0: a kernel-side call); frames it shows dead are sent as unwound first. */
-static __always_inline int call_enter_at(__u64 cookie, __u64 sp, __u64 a0, __u64 a1,
+ * (0: a kernel-side call); frames it shows dead are sent as unwound first. btf: as
+ * fd_special (the fd's pipe or socket test). */
+static __always_inline int call_enter_fd(__u64 cookie, __u64 sp, int btf, __u64 a0, __u64 a1,
 					  __u64 a2, __u64 a3, __u64 a4, __u64 a5)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -621,9 +687,10 @@ static __always_inline int call_enter_at(__u64 cookie, __u64 sp, __u64 a0, __u64
 			: pi->key == DC_PK_STREAM ? (long)pi->k1
 			: f->aux_ok ? (long)(int)f->aux : -1;
 		__u64 dev;
-		f->fkind = fd_special(fd, &f->fino, &dev);
+		f->fkind = fd_special(fd, &f->fino, &dev, btf);
 		if (pi->key == DC_PK_FD && pi->k2) {
-			__u32 k = fd_special((long)(int)arg_at(f, pi->k2 - 1), &f->fino2, &dev);
+			__u32 k = fd_special((long)(int)arg_at(f, pi->k2 - 1), &f->fino2, &dev,
+					     btf);
 			f->fkind |= k == DC_F_PIPE ? DC_F_PIPE2 : k == DC_F_SOCKET ? DC_F_SOCKET2 : 0;
 		}
 	}
@@ -634,11 +701,18 @@ static __always_inline int call_enter_at(__u64 cookie, __u64 sp, __u64 a0, __u64
 	return 1;
 }
 
+/* call_enter_fd of a user-space probe (btf 0: uprobe programs run on every kernel). */
+static __always_inline int call_enter_at(__u64 cookie, __u64 sp, __u64 a0, __u64 a1,
+					  __u64 a2, __u64 a3, __u64 a4, __u64 a5)
+{
+	return call_enter_fd(cookie, sp, 0, a0, a1, a2, a3, a4, a5);
+}
+
 /* call_enter_at for a call whose stack pointer is not known (kernel-side probes). */
 static __always_inline int call_enter(__u64 cookie, __u64 a0, __u64 a1, __u64 a2,
 				       __u64 a3, __u64 a4, __u64 a5)
 {
-	return call_enter_at(cookie, 0, a0, a1, a2, a3, a4, a5);
+	return call_enter_fd(cookie, 0, 0, a0, a1, a2, a3, a4, a5);
 }
 
 
@@ -768,8 +842,9 @@ __noinline int dc_unwind(struct dc_stack *st, __u64 sp, int mode, __u32 keep)
  * (and those of calls that never returned above it) and send one DC_EV_CALL record,
  * with the path argument's string when the cookie names one. Long on purpose: one
  * verifier-checked sequence (frame pop, record reservation, argument replacement, path
- * copy) whose bounds checks must stay next to the accesses they guard. */
-static __always_inline void call_return(__u64 cookie, long ret)
+ * copy) whose bounds checks must stay next to the accesses they guard. btf: as
+ * fd_special (profile mode's file key, an open's inode). */
+static __always_inline void call_return_fd(__u64 cookie, long ret, int btf)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -821,7 +896,7 @@ static __always_inline void call_return(__u64 cookie, long ret)
 	if (profile_ns) {
 		note_handle(pi, tgid, f, ret);
 		if (profile_call(pi, probe, tgid, f->ts, now, f->args, f->aux, f->aux_ok,
-				 f->iov_bytes, ret, 1)) {
+				 f->iov_bytes, ret, 1, btf)) {
 			st->depth = d;
 			return;
 		}
@@ -888,7 +963,7 @@ static __always_inline void call_return(__u64 cookie, long ret)
 			long fd = DC_COOKIE_AUX_SRC(cookie) == DC_AUX_RET ?
 				  (pe->e.flags & DC_F_AUX ? (long)pe->e.aux : -1) : ret;
 			if ((cookie & DC_COOKIE_OPENS) && fd >= 0)
-				fd_inode(fd, &pe->e.ino, &pe->e.dev);
+				fd_inode(fd, &pe->e.ino, &pe->e.dev, btf);
 			ring_submit(pe, bytes, 1);
 		}
 	} else {
@@ -903,6 +978,11 @@ static __always_inline void call_return(__u64 cookie, long ret)
 	st->depth = d;
 }
 
+/* call_return_fd with btf 0 (programs that run on every kernel). */
+static __always_inline void call_return(__u64 cookie, long ret)
+{
+	call_return_fd(cookie, ret, 0);
+}
 
 /* A return site (cookie bit DC_COOKIE_RETSITE) of a return-instruction probe was hit:
  * the `ret` of the call whose frame has the probe's cookie and entry rsp == sp is about
@@ -961,7 +1041,7 @@ static __always_inline int emit_record(__u64 cookie, __u32 tgid, __u32 tid, __u6
 	if (profile_ns) {
 		__u32 probe = DC_COOKIE_PROBE(cookie);
 		if (profile_call(bpf_map_lookup_elem(&pinfo, &probe), probe, tgid, ts, ts + dur,
-				 args, 0, 0, 0, 0, 0))
+				 args, 0, 0, 0, 0, 0, 0))
 			return 0;
 	}
 	struct dc_event *e = ring_reserve(sizeof(*e));

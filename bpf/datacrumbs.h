@@ -256,7 +256,11 @@ struct dc_path2_event {
  *            length of fsync (0: the whole file), sync_file_range, fallocate
  *   args[3]  the file's inode, args[4] its device (st_dev encoding): read at completion
  *            (io_uring: req->file, assigned at issue) or at io_submit (the fd's file)
- *   args[5]  the program's tag: io_uring_sqe.user_data / iocb.aio_data */
+ *   args[5]  the program's tag: io_uring_sqe.user_data / iocb.aio_data
+ * Linux AIO's programs (dc_aio_enter, dc_aio_exit) have no link of their own: the loader
+ * puts them in syscall.bpf.c's program arrays aio_enter_prog / aio_exit_prog (slot 0), and
+ * the sys_enter / sys_exit programs tail-call them at their end for io_submit, io_getevents
+ * and io_pgetevents only, with the tracepoint's own context (regs, id / ret). */
 #define DC_AIO_URING_OPS 64   /* io_uring cookies, by IORING_OP_* (IORING_OP_LAST is 63 in 6.18) */
 #define DC_AIO_CMDS      16   /* Linux AIO cookies, by IOCB_CMD_* (0..8 defined) */
 #define DC_AIO_BATCH     8192 /* iocbs read per io_submit, io_events per io_getevents;

@@ -40,6 +40,8 @@ struct dc_bpf {
 	struct kernel_bpf *kern;   /* loaded when a tracepoint layer is asked for */
 	struct vfs_bpf *vfs;       /* loaded when a kernel-function layer is asked for */
 	struct aio_bpf *aio;       /* loaded when an AIO function is asked for */
+	int sys_btf;               /* syscall.bpf.c's pair loaded: 1 dc_sys_enter/exit (an fd's
+				      file read through BTF, bpf_rdonly_cast), 0 the _c pair */
 	struct dc_probe *probes;
 	struct bpf_link **links;   /* fallback: 2 per probe (entry, return) */
 	unsigned nprobes, cap, nattached;
@@ -877,9 +879,19 @@ KOBJ_SKEL(syscall)
 KOBJ_SKEL(kernel)
 KOBJ_SKEL(vfs)
 
+/* Picks syscall.bpf.c's pair that b->sys_btf says. */
+static void choose_syscall(struct dc_bpf *b, void *skel)
+{
+	struct syscall_bpf *s = skel;
+	bpf_program__set_autoload(s->progs.dc_sys_enter, b->sys_btf);
+	bpf_program__set_autoload(s->progs.dc_sys_exit, b->sys_btf);
+	bpf_program__set_autoload(s->progs.dc_sys_enter_c, !b->sys_btf);
+	bpf_program__set_autoload(s->progs.dc_sys_exit_c, !b->sys_btf);
+}
+
 static const struct kobj kobj_syscall = {
 	"syscall", "syscall tracepoints (raw_syscalls:sys_enter/sys_exit, tp_btf)",
-	KOBJ_OPS(syscall), NULL,
+	KOBJ_OPS(syscall), choose_syscall,
 };
 static const struct kobj kobj_kernel = {
 	"kernel-layer", "page cache / block tracepoints (tp_btf)", KOBJ_OPS(kernel),
@@ -937,11 +949,19 @@ static int load_vfs(struct dc_bpf *b, char *err, size_t errlen)
 }
 
 /* Loads syscall.bpf.c on the maps of uprobe.bpf.c (one ring buffer, one call stack per
- * thread, so syscalls nest under libc calls) and attaches its two tracepoints.
- * Returns 0, or -1 with err. */
+ * thread, so syscalls nest under libc calls) and attaches its two tracepoints: the pair
+ * that reads an fd's file through BTF where the kernel's BTF has the kfunc
+ * bpf_rdonly_cast (Linux 6.2), else, or when that pair does not load, or when the
+ * environment has DATACRUMBS_NO_RDONLY_CAST (to test it), the pair of probe reads (the
+ * same records, ~5 helper calls more per fd call). Returns 0, or -1 with err. */
 static int load_syscalls(struct dc_bpf *b, char *err, size_t errlen)
 {
+	b->sys_btf = dc_kfunc_in_btf("bpf_rdonly_cast") && !getenv("DATACRUMBS_NO_RDONLY_CAST");
 	b->sys = load_kobj(b, &kobj_syscall, err, errlen);
+	if (!b->sys && b->sys_btf) {
+		b->sys_btf = 0;
+		b->sys = load_kobj(b, &kobj_syscall, err, errlen);
+	}
 	return b->sys ? 0 : -1;
 }
 
@@ -1048,9 +1068,11 @@ static int uring_complete_args(void)
 
 /* Loads aio.bpf.c on the shared maps with the programs of the engines asked for (io_uring's
  * two tracepoints, Linux AIO's sys_enter/sys_exit pair), each asked function's cookie at its
- * opcode in the object's tables (core/aio.c), and attaches them. Called after
- * load_syscalls: a tracepoint runs its programs in attach order, so at io_submit's entry
- * syscall.bpf.c has pushed the call's frame when aio.bpf.c looks for the parent. A kernel
+ * opcode in the object's tables (core/aio.c), and attaches io_uring's. Linux AIO's pair is
+ * not attached: it goes into syscall.bpf.c's program arrays (loaded first when no
+ * syscall probe loaded it), whose programs tail-call it for io_submit, io_getevents and
+ * io_pgetevents only, after their own work: at io_submit's entry the call's frame is
+ * pushed when aio.bpf.c looks for the parent, and no other system call runs it. A kernel
  * without io_uring's tracepoints (CONFIG_IO_URING off) keeps Linux AIO, with a warning;
  * one where nothing of it loads (no bpf_loop before Linux 5.17) runs on without the
  * layer, with a warning: the default scripts probe it. Returns 1 when it is loaded, 0
@@ -1089,6 +1111,10 @@ static int load_aio(struct dc_bpf *b, char *err, size_t errlen)
 		bpf_program__set_autoload(a->progs.dc_uring_complete_old, old);
 		bpf_program__set_autoload(a->progs.dc_aio_enter, native);
 		bpf_program__set_autoload(a->progs.dc_aio_exit, native);
+		bpf_program__set_autoattach(a->progs.dc_aio_enter, false); /* tail-called */
+		bpf_program__set_autoattach(a->progs.dc_aio_exit, false);
+		if (native && !b->sys && load_syscalls(b, err, errlen))
+			return -1;
 		a->rodata->wakeup_bytes = b->skel->rodata->wakeup_bytes;
 		a->rodata->shard_cpus = b->skel->rodata->shard_cpus;
 		a->rodata->profile_ns = b->skel->rodata->profile_ns;
@@ -1098,6 +1124,21 @@ static int load_aio(struct dc_bpf *b, char *err, size_t errlen)
 			e = aio_bpf__load(a);
 		if (!e)
 			e = aio_bpf__attach(a);
+		__u32 slot = 0;
+		int fd;
+		if (!e && native) {
+			fd = bpf_program__fd(a->progs.dc_aio_enter);
+			e = bpf_map__update_elem(b->sys->maps.aio_enter_prog, &slot, sizeof(slot), &fd,
+						 sizeof(fd), BPF_ANY);
+		}
+		if (!e && native) {
+			fd = bpf_program__fd(a->progs.dc_aio_exit);
+			e = bpf_map__update_elem(b->sys->maps.aio_exit_prog, &slot, sizeof(slot), &fd,
+						 sizeof(fd), BPF_ANY);
+			if (e) /* no half: the enter program without the exit's reaping */
+				bpf_map__delete_elem(b->sys->maps.aio_enter_prog, &slot,
+						     sizeof(slot), 0);
+		}
 		if (!e) {
 			b->aio = a;
 			return 1;

@@ -853,7 +853,7 @@ static int choose_output(struct session *s)
 {
 	const struct dc_opts *o = s->o;
 	/* the mode: the command line's, else the script's (dc.mode), else trace */
-	uint64_t script_iv;
+	uint64_t script_iv = 0; /* set by dc_script_mode only: --mode skips it */
 	int mode = o->mode ? o->mode : dc_script_mode(s->script, &script_iv);
 	if (mode != DC_MODE_PROFILE && o->auto_profile_pct >= 0)
 		s->standby = 1; /* trace mode, profile mode loaded on stand-by */

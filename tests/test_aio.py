@@ -10,7 +10,8 @@ completion (else the operation is "async"). Also: fsync every 16 writes against 
 sync total_ios; io_uring's fixed files and buffers, vectored reads and SQPOLL; two jobs
 (processes) on one file; profile mode's counters; and tests/progs/prog_aio.c, the Linux
 AIO commands fio does not make (vectored, fsync, fdatasync, io_pgetevents, a failure, an
-iocb io_submit refused), each with exact offset, count, ret and errno.
+iocb io_submit refused), each with exact offset, count, ret and errno, with each pair of
+syscall programs, Linux AIO's programs loaded but not linked (tail-called).
 An engine this machine cannot run (io_uring disabled by sysctl, libaio missing) is a
 loud SKIP of its part."""
 import json
@@ -220,33 +221,83 @@ for engine in ("libaio", "io_uring"):
     equal(sum(e["args"].get("size_sum", 0) for e in cnt), job["read"]["io_bytes"],
           "%s: counted bytes asked = fio's io_bytes" % name)
 
-# 8. the Linux AIO commands fio does not make, by raw system calls (tests/progs/prog_aio.c)
-d2 = dctest.workdir("aio-raw")
-r = dctest.run_dc(["run", "-o", d2, "io_syscalls.lua", "--", os.environ["PROG_AIO"], d2])
-equal(r.returncode, 0, "prog_aio exit status (its results as documented; stderr: %s)"
-      % r.stderr.strip()[-2000:])
-trace = dctest.find_trace(d2)
-dctest.check_pfw(trace)
-events, _, _ = dctest.read_trace(trace)
-f = os.path.join(d2, "aio.bin")
-got = [(e["name"], e["args"].get("offset"), e["args"].get("count"), e["args"].get("ret"),
-        e["args"].get("errno"), e["args"]["aio_data"], e["path"])
-       for e in sorted(dctest.calls(events, "AIO"), key=lambda e: e["args"]["aio_data"])]
-equal(got, [("aio_pwritev", 4096, 6000, 6000, None, 1, f),
-            ("aio_fdsync", None, None, 0, None, 2, f),
-            ("aio_fsync", None, None, 0, None, 3, f),
-            ("aio_preadv", 4096, 8192, 6000, None, 4, f),
-            ("aio_pread", 1 << 20, 100, 0, None, 5, f),
-            ("aio_pread", 0, 100, -1, 14, 6, f),
-            ("aio_pwrite", 0, 10, 10, None, 7, f),
-            ("aio_pwrite", 100, 20, 20, None, 9, f),    # one iocb submitted twice before
-            ("aio_pwrite", 200, 30, 30, None, 10, f)],  # its first was reaped
-      "prog_aio: each operation (name, offset, count, ret, errno, aio_data, file); the iocb "
-      "io_submit refused is none; an iocb submitted again in flight is two operations")
-end = [e for e in events if e.get("name") == "end"][0]
-equal(end["args"]["lost"], 0, "prog_aio: nothing lost")
-sysnames = [e["name"] for e in dctest.calls(events, "SYSCALL") if e["name"].startswith("sys_io_")]
-equal(sorted(set(sysnames)), ["sys_io_destroy", "sys_io_getevents", "sys_io_pgetevents",
-                              "sys_io_setup", "sys_io_submit"], "prog_aio: its AIO system calls")
-equal(sysnames.count("sys_io_submit"), 9, "prog_aio: 9 io_submit calls")
+# 8. the Linux AIO commands fio does not make, by raw system calls (tests/progs/prog_aio.c),
+# with each pair of syscall programs (DATACRUMBS_NO_RDONLY_CAST: the pair of probe reads,
+# for kernels before 6.2). The traced command first lists the BPF links and programs the
+# tracer (its parent) holds: Linux AIO's sys_enter/sys_exit programs are loaded but have
+# no link (dc_sys_enter/dc_sys_exit tail-call them for the AIO system calls only).
+
+
+# the traced command's prologue: the tracer's (its parent's) programs and links, as
+# bpftool prints them, one JSON object a line, read while they are loaded
+LIST_BPF = ('for k in prog link; do for id in $(sed -n "s/^${k}_id:[[:space:]]*//p" '
+            '/proc/$PPID/fdinfo/* | sort -un); do bpftool -j $k show id $id; echo; done '
+            '> "$2.$k"; done; exec "$0" "$1"')
+
+
+def linked_names(base):
+    """(names of the programs the tracer's links run, names of the programs it holds),
+    from the files LIST_BPF wrote (base.prog, base.link)."""
+    def objs(path):
+        with open(path) as f:
+            return [json.loads(line) for line in f if line.strip()]
+    names = {p["id"]: p.get("name") for p in objs(base + ".prog")}
+    return {names.get(lk["prog_id"]) for lk in objs(base + ".link")}, set(names.values())
+
+
+# the loader's default pair: the BTF one where the kernel's BTF has the kfunc
+# bpf_rdonly_cast (Linux 6.2; its name in the BTF's strings), else the probe-read one
+try:
+    with open("/sys/kernel/btf/vmlinux", "rb") as f:
+        HAS_CAST = b"\0bpf_rdonly_cast\0" in f.read()
+except OSError:
+    HAS_CAST = False
+if not HAS_CAST:
+    print("NOTE: no bpf_rdonly_cast in this kernel's BTF: both runs use the probe-read pair",
+          flush=True)
+DEFAULT_PAIR = ("dc_sys_enter", "dc_sys_exit") if HAS_CAST else ("dc_sys_enter_c",
+                                                                  "dc_sys_exit_c")
+for variant, env, pair in (("", {}, DEFAULT_PAIR),
+                           (" (probe-read pair)", {"DATACRUMBS_NO_RDONLY_CAST": "1"},
+                            ("dc_sys_enter_c", "dc_sys_exit_c"))):
+    d2 = dctest.workdir("aio-raw" + ("-c" if env else ""))
+    ids = os.path.join(d2, "ids")
+    r = dctest.run_dc(["run", "-o", d2, "io_syscalls.lua", "--", "sh", "-c", LIST_BPF,
+                       os.environ["PROG_AIO"], d2, ids], env=dict(os.environ, **env))
+    equal(r.returncode, 0, "prog_aio%s exit status (its results as documented; stderr: %s)"
+          % (variant, r.stderr.strip()[-2000:]))
+    linked, held = linked_names(ids)
+    check(set(pair) <= linked and not {"dc_aio_enter", "dc_aio_exit"} & linked,
+          "prog_aio%s: the tracer's links run %s, not Linux AIO's programs (links: %s)"
+          % (variant, " and ".join(pair), sorted(n for n in linked if n)))
+    check({"dc_aio_enter", "dc_aio_exit"} <= held,
+          "prog_aio%s: Linux AIO's programs are loaded (held: %s)"
+          % (variant, sorted(n for n in held if n)))
+    trace = dctest.find_trace(d2)
+    dctest.check_pfw(trace)
+    events, _, _ = dctest.read_trace(trace)
+    f = os.path.join(d2, "aio.bin")
+    got = [(e["name"], e["args"].get("offset"), e["args"].get("count"), e["args"].get("ret"),
+            e["args"].get("errno"), e["args"]["aio_data"], e["path"])
+           for e in sorted(dctest.calls(events, "AIO"), key=lambda e: e["args"]["aio_data"])]
+    equal(got, [("aio_pwritev", 4096, 6000, 6000, None, 1, f),
+                ("aio_fdsync", None, None, 0, None, 2, f),
+                ("aio_fsync", None, None, 0, None, 3, f),
+                ("aio_preadv", 4096, 8192, 6000, None, 4, f),
+                ("aio_pread", 1 << 20, 100, 0, None, 5, f),
+                ("aio_pread", 0, 100, -1, 14, 6, f),
+                ("aio_pwrite", 0, 10, 10, None, 7, f),
+                ("aio_pwrite", 100, 20, 20, None, 9, f),    # one iocb submitted twice before
+                ("aio_pwrite", 200, 30, 30, None, 10, f)],  # its first was reaped
+          "prog_aio%s: each operation (name, offset, count, ret, errno, aio_data, file); the "
+          "iocb io_submit refused is none; an iocb submitted again in flight is two operations"
+          % variant)
+    end = [e for e in events if e.get("name") == "end"][0]
+    equal(end["args"]["lost"], 0, "prog_aio%s: nothing lost" % variant)
+    sysnames = [e["name"] for e in dctest.calls(events, "SYSCALL")
+                if e["name"].startswith("sys_io_")]
+    equal(sorted(set(sysnames)), ["sys_io_destroy", "sys_io_getevents", "sys_io_pgetevents",
+                                  "sys_io_setup", "sys_io_submit"],
+          "prog_aio%s: its AIO system calls" % variant)
+    equal(sysnames.count("sys_io_submit"), 9, "prog_aio%s: 9 io_submit calls" % variant)
 dctest.finish()
