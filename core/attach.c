@@ -656,11 +656,17 @@ static unsigned link_split(struct dc_bpf *b, int kind, const char *lib, const un
 	       link_split(b, kind, lib, idx + h, n - h, ok + h, sk);
 }
 
-/* Probes per link. Detaching costs the kernel one SRCU grace period per link (30-100 ms
- * here, kernel/trace/bpf_trace.c bpf_uprobe_multi_link_release ->
- * uprobe_unregister_sync), whatever its size: links of 64 took 28 s to detach 34,000
- * uprobes. A refused offset costs re-trying halves of its group, log2(4096) = 12 levels. */
-#define DC_LINK_GROUP 4096
+/* Probes per link: as many as the kernel takes in one (kernel/trace/bpf_trace.c
+ * MAX_UPROBE_MULTI_CNT, 1 << 20; more is E2BIG, which link_split would halve), so one
+ * library is one link. Detaching costs one SRCU grace period per link (30-100 ms here,
+ * bpf_uprobe_multi_link_release -> uprobe_unregister_sync), whatever its size (links of 64
+ * took 28 s to detach 34,000 uprobes), and links closed in parallel (close_links) contend
+ * for the kernel's dup_mmap_sem once per uprobe (register_for_each_vma,
+ * percpu_down_write; perf: the closing threads asleep in percpu_rwsem_wait): libLLVM's
+ * first 35,000 functions took 370-1470 ms to detach in 16 links of 4096 uprobes, 84-133
+ * ms in one link. A refused offset costs re-trying halves of its group: 16 levels for
+ * 65,536 uprobes instead of 12. */
+#define DC_LINK_GROUP (1u << 20)
 
 /* Links probes idx[0..n) in groups of DC_LINK_GROUP with link_split. */
 static unsigned link_groups(struct dc_bpf *b, int kind, const char *lib, const unsigned *idx,
