@@ -107,6 +107,30 @@ static void close_rings(struct dc_bpf *b)
 			close(b->ring_fds[i]);
 }
 
+/* The ring buffers put in the outer map `rings` (bpf/common.bpf.h): one batch, the
+ * kernel's RCU wait once per batch (bpf_map_do_batch); element by element where batches
+ * are refused. err: 0 or a negative errno. */
+struct rings_fill {
+	int outer;
+	const int *fds;
+	unsigned n;
+	int err;
+};
+
+static void *rings_fill_main(void *arg)
+{
+	struct rings_fill *f = arg;
+	__u32 keys[DC_MAX_SHARDS];
+	for (unsigned i = 0; i < f->n; i++)
+		keys[i] = i;
+	__u32 count = f->n;
+	if (bpf_map_update_batch(f->outer, keys, f->fds, &count, NULL))
+		for (unsigned i = 0; !f->err && i < f->n; i++)
+			if (bpf_map_update_elem(f->outer, &i, &f->fds[i], BPF_ANY))
+				f->err = -errno;
+	return NULL;
+}
+
 struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t profile_ns,
 			   uint64_t profile_t0, int untrace_secureexec, char *err, size_t errlen)
 {
@@ -187,23 +211,37 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t prof
 		if (b->ring_fds[i] < 0)
 			e = -errno;
 	}
-	if (!e)
-		e = bpf_map__set_inner_map_fd(b->skel->maps.rings, b->ring_fds[0]);
+	/* the outer map made here and filled by a thread while the programs load: the
+	 * kernel waits for an RCU grace period after an update of a map-in-map from user
+	 * space (kernel/bpf/syscall.c maybe_wait_bpf_programs), 12-13 ms here (strace -T),
+	 * which so overlaps the verifier instead of adding to start-up */
+	int outer = -1;
+	if (!e) {
+		LIBBPF_OPTS(bpf_map_create_opts, mo, .inner_map_fd = b->ring_fds[0]);
+		outer = bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "rings", sizeof(__u32),
+				       sizeof(__u32), DC_MAX_SHARDS, &mo);
+		e = outer < 0 ? -errno : bpf_map__reuse_fd(b->skel->maps.rings, outer);
+	}
+	struct rings_fill fill = { outer, b->ring_fds, b->nshards, 0 };
+	pthread_t filler;
+	int threaded = 0;
+	if (!e) {
+		sigset_t all, old;
+		sigfillset(&all); /* signals stay the main thread's */
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		threaded = !pthread_create(&filler, NULL, rings_fill_main, &fill);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (!threaded)
+			rings_fill_main(&fill);
+	}
 	if (!e)
 		e = uprobe_bpf__load(b->skel);
-	/* one batch: the kernel waits for an RCU grace period after each update of a
-	 * map-in-map from user space (kernel/bpf/syscall.c maybe_wait_bpf_programs), once
-	 * per batch (bpf_map_do_batch); element by element where batches are refused */
-	__u32 keys[DC_MAX_SHARDS];
-	for (unsigned i = 0; i < b->nshards; i++)
-		keys[i] = i;
-	__u32 count = b->nshards;
-	if (!e && bpf_map_update_batch(bpf_map__fd(b->skel->maps.rings), keys, b->ring_fds,
-				       &count, NULL))
-		for (unsigned i = 0; !e && i < b->nshards; i++)
-			if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.rings), &i,
-						&b->ring_fds[i], BPF_ANY))
-				e = -errno;
+	if (threaded)
+		pthread_join(filler, NULL);
+	if (outer >= 0)
+		close(outer); /* the skeleton's map holds its own descriptor (reuse_fd dups) */
+	if (!e)
+		e = fill.err;
 	if (e) {
 		snprintf(err, errlen, "cannot load the BPF programs: %s%s", strerror(-e),
 			 e == -EPERM ? " (needs root, or CAP_BPF and CAP_PERFMON)" : "");
@@ -1083,51 +1121,144 @@ static int uring_complete_args(void)
  * one where nothing of it loads (no bpf_loop before Linux 5.17) runs on without the
  * layer, with a warning: the default scripts probe it. Returns 1 when it is loaded, 0
  * when not (said on stderr), -1 with err when the object cannot be opened. */
-static int load_aio(struct dc_bpf *b, char *err, size_t errlen)
+/* Does b have a new AIO probe of Linux AIO's (whose programs syscall.bpf.c tail-calls)? */
+static int aio_native_asked(const struct dc_bpf *b)
 {
+	for (unsigned i = b->nattached; i < b->nprobes; i++) {
+		const struct dc_probe *p = &b->probes[i];
+		const struct dc_aio_fn *fn = is_aio(p) ?
+			dc_aio_fn_at((int)(p->offset - DC_AIO_PROBE_BASE)) : NULL;
+		if (fn && fn->engine == DC_AIO_NATIVE && fn->op < DC_AIO_CMDS)
+			return 1;
+	}
+	return 0;
+}
+
+/* One load of aio.bpf.c (load_aio): opened, its programs and rodata chosen for the AIO
+ * probes of b, on the shared maps, loaded, not attached. Run by load_aio, or ahead by a
+ * thread while syscall.bpf.c loads (aio_prefetch): it reads b's probes and uprobe.bpf.c's
+ * maps only. old_uring: io_uring_complete has the 7 arguments of Linux before 6.0
+ * (uring_complete_args, asked before: the kernel's BTF is not shared between threads).
+ * Out: a (NULL when the object cannot be opened, errno in e), uring, native, e (0 or a
+ * negative errno of the load). */
+struct aio_load {
+	struct dc_bpf *b;
+	int with_uring, old_uring;
+	struct aio_bpf *a;
+	int uring, native, e;
+	pthread_t thread;
+	int started; /* aio_prefetch: 1 while its thread runs, 2 once joined, else 0 */
+};
+
+static void *aio_load_main(void *arg)
+{
+	struct aio_load *l = arg;
+	struct aio_bpf *a = aio_bpf__open();
+	l->a = a;
+	if (!a) {
+		l->e = -errno;
+		return NULL;
+	}
+	int uring = 0, native = 0;
+	for (unsigned i = 0; i < l->b->nprobes; i++) {
+		const struct dc_probe *p = &l->b->probes[i];
+		const struct dc_aio_fn *fn = is_aio(p) ?
+			dc_aio_fn_at((int)(p->offset - DC_AIO_PROBE_BASE)) : NULL;
+		if (!fn)
+			continue;
+		__u64 c = cookie_of(p, i);
+		if (fn->engine == DC_AIO_URING && fn->datasync) {
+			a->rodata->uring_fdatasync_cookie = c;
+			uring = 1;
+		} else if (fn->engine == DC_AIO_URING && fn->op < DC_AIO_URING_OPS) {
+			a->rodata->uring_cookie[fn->op] = c;
+			uring = 1;
+		} else if (fn->engine == DC_AIO_NATIVE && fn->op < DC_AIO_CMDS) {
+			a->rodata->aio_cookie[fn->op] = c;
+			native = 1;
+		}
+	}
+	uring &= l->with_uring;
+	int old = uring && l->old_uring;
+	bpf_program__set_autoload(a->progs.dc_uring_submit, uring);
+	bpf_program__set_autoload(a->progs.dc_uring_complete, uring && !old);
+	bpf_program__set_autoload(a->progs.dc_uring_complete_old, old);
+	bpf_program__set_autoload(a->progs.dc_aio_enter, native);
+	bpf_program__set_autoload(a->progs.dc_aio_exit, native);
+	bpf_program__set_autoattach(a->progs.dc_aio_enter, false); /* tail-called */
+	bpf_program__set_autoattach(a->progs.dc_aio_exit, false);
+	a->rodata->wakeup_bytes = l->b->skel->rodata->wakeup_bytes;
+	a->rodata->shard_cpus = l->b->skel->rodata->shard_cpus;
+	a->rodata->profile_ns = l->b->skel->rodata->profile_ns;
+	a->rodata->profile_t0 = l->b->skel->rodata->profile_t0;
+	l->uring = uring;
+	l->native = native;
+	l->e = share_maps(l->b, a->obj);
+	if (!l->e)
+		l->e = aio_bpf__load(a);
+	return NULL;
+}
+
+/* Starts loading aio.bpf.c (aio_load_main, with io_uring) on a thread, for load_aio to
+ * take: the kernel's verifier and libbpf's parse of the kernel's BTF for it run on the
+ * other CPU while syscall.bpf.c loads (~30 ms of io_all.lua's start-up here). Nothing is
+ * attached by it. Returns 1 when the thread runs (aio_prefetch_join before any return). */
+static int aio_prefetch(struct dc_bpf *b, struct aio_load *l)
+{
+	*l = (struct aio_load){ .b = b, .with_uring = 1, .old_uring = uring_complete_args() == 7 };
+	sigset_t all, old;
+	sigfillset(&all); /* signals stay the main thread's */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	l->started = !pthread_create(&l->thread, NULL, aio_load_main, l);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return l->started;
+}
+
+/* Waits for aio_prefetch's thread (started 1 -> 2); with drop, destroys what it loaded
+ * (started 0: nothing left for load_aio). */
+static void aio_prefetch_join(struct aio_load *l, int drop)
+{
+	if (l->started == 1)
+		pthread_join(l->thread, NULL);
+	if (l->started)
+		l->started = 2;
+	if (drop && l->started) {
+		aio_bpf__destroy(l->a);
+		l->a = NULL;
+		l->started = 0;
+	}
+}
+
+static int load_aio(struct dc_bpf *b, struct aio_load *pre, char *err, size_t errlen)
+{
+	/* syscall.bpf.c first, while a prefetch still runs: the two loads overlap */
+	if (pre && pre->started == 1 && !b->sys && aio_native_asked(b) &&
+	    load_syscalls(b, err, errlen)) {
+		aio_prefetch_join(pre, 1);
+		return -1;
+	}
 	for (int with_uring = 1; with_uring >= 0; with_uring--) {
-		struct aio_bpf *a = aio_bpf__open();
+		struct aio_load l;
+		if (with_uring && pre && pre->started) {
+			aio_prefetch_join(pre, 0);
+			l = *pre;
+			pre->started = 0; /* taken */
+		} else {
+			l = (struct aio_load){ .b = b, .with_uring = with_uring,
+					       .old_uring = uring_complete_args() == 7 };
+			aio_load_main(&l);
+		}
+		struct aio_bpf *a = l.a;
 		if (!a) {
-			snprintf(err, errlen, "cannot open the AIO BPF object: %s", strerror(errno));
+			snprintf(err, errlen, "cannot open the AIO BPF object: %s", strerror(-l.e));
 			return -1;
 		}
-		int uring = 0, native = 0;
-		for (unsigned i = 0; i < b->nprobes; i++) {
-			const struct dc_probe *p = &b->probes[i];
-			const struct dc_aio_fn *fn = is_aio(p) ?
-				dc_aio_fn_at((int)(p->offset - DC_AIO_PROBE_BASE)) : NULL;
-			if (!fn)
-				continue;
-			__u64 c = cookie_of(p, i);
-			if (fn->engine == DC_AIO_URING && fn->datasync) {
-				a->rodata->uring_fdatasync_cookie = c;
-				uring = 1;
-			} else if (fn->engine == DC_AIO_URING && fn->op < DC_AIO_URING_OPS) {
-				a->rodata->uring_cookie[fn->op] = c;
-				uring = 1;
-			} else if (fn->engine == DC_AIO_NATIVE && fn->op < DC_AIO_CMDS) {
-				a->rodata->aio_cookie[fn->op] = c;
-				native = 1;
-			}
-		}
-		uring &= with_uring;
-		int old = uring && uring_complete_args() == 7;
-		bpf_program__set_autoload(a->progs.dc_uring_submit, uring);
-		bpf_program__set_autoload(a->progs.dc_uring_complete, uring && !old);
-		bpf_program__set_autoload(a->progs.dc_uring_complete_old, old);
-		bpf_program__set_autoload(a->progs.dc_aio_enter, native);
-		bpf_program__set_autoload(a->progs.dc_aio_exit, native);
-		bpf_program__set_autoattach(a->progs.dc_aio_enter, false); /* tail-called */
-		bpf_program__set_autoattach(a->progs.dc_aio_exit, false);
-		if (native && !b->sys && load_syscalls(b, err, errlen))
+		int uring = l.uring, native = l.native;
+		if (native && !b->sys && load_syscalls(b, err, errlen)) {
+			aio_bpf__destroy(a);
 			return -1;
-		a->rodata->wakeup_bytes = b->skel->rodata->wakeup_bytes;
-		a->rodata->shard_cpus = b->skel->rodata->shard_cpus;
-		a->rodata->profile_ns = b->skel->rodata->profile_ns;
-		a->rodata->profile_t0 = b->skel->rodata->profile_t0;
-		int e = share_maps(b, a->obj);
-		if (!e)
-			e = aio_bpf__load(a);
+		}
+		int e = l.e;
 		if (!e)
 			e = aio_bpf__attach(a);
 		__u32 slot = 0;
@@ -1329,6 +1460,11 @@ static int is_kfunc(const struct dc_probe *p)
 	return p->mech == DC_MECH_KERNEL;
 }
 
+static int is_syscall(const struct dc_probe *p)
+{
+	return p->mech == DC_MECH_SYSCALL;
+}
+
 static int is_kernel_tp(const struct dc_probe *p)
 {
 	return p->mech == DC_MECH_TRACEPOINT && !is_aio(p);
@@ -1410,12 +1546,19 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 			return -1;
 		}
 	}
+	/* aio.bpf.c loads on a thread while syscall.bpf.c loads here (aio_prefetch) */
+	struct aio_load pre = { .started = 0 };
+	if (!b->aio && !b->sys && count_new(b, is_aio) &&
+	    (count_new(b, is_syscall) || aio_native_asked(b)))
+		aio_prefetch(b, &pre);
 	/* syscall probes: a cookie per syscall number in the syscall_cookie map */
 	for (unsigned i = b->nattached; i < b->nprobes; i++) {
 		if (b->probes[i].mech != DC_MECH_SYSCALL)
 			continue;
-		if (!b->sys && load_syscalls(b, err, errlen))
+		if (!b->sys && load_syscalls(b, err, errlen)) {
+			aio_prefetch_join(&pre, 1);
 			return -1;
+		}
 		__u32 nr = b->probes[i].offset;
 		__u64 cookie = cookie_of(&b->probes[i], i);
 		if (bpf_map__update_elem(b->sys->maps.syscall_cookie, &nr, sizeof(nr), &cookie,
@@ -1430,14 +1573,18 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 	/* kernel-function probes: one load of vfs.bpf.c with the chosen programs */
 	int nk = attach_once(b, is_kfunc, b->vfs != NULL, load_vfs, "kernel-function", err,
 			     errlen);
-	if (nk < 0)
+	if (nk < 0) {
+		aio_prefetch_join(&pre, 1);
 		return -1;
+	}
 	ok += nk;
 	/* tracepoint probes: one load of kernel.bpf.c with the asked programs */
 	int ntp = attach_once(b, is_kernel_tp, b->kern != NULL, load_kernel, "tracepoint", err,
 			      errlen);
-	if (ntp < 0)
+	if (ntp < 0) {
+		aio_prefetch_join(&pre, 1);
 		return -1;
+	}
 	ok += ntp;
 	/* AIO probes: one load of aio.bpf.c, after syscall.bpf.c (load_aio says why) */
 	int naio = count_new(b, is_aio);
@@ -1446,7 +1593,7 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 			snprintf(err, errlen, "AIO probes can be added only once");
 			return -1;
 		}
-		int loaded = load_aio(b, err, errlen);
+		int loaded = load_aio(b, &pre, err, errlen);
 		if (loaded < 0)
 			return -1;
 		ok += loaded ? naio : 0;
