@@ -14,7 +14,9 @@
 #   ROUNDS=5       rounds of every variant, in alternation
 #   XFERS="4k 1m"  IOR transfer sizes (-t); BLOCK_4k=128m BLOCK_1m=64m: -b per rank
 #   NP=2           MPI ranks
-#   VARIANTS="bare dc_posix dc_prof dc_all bpftrace darshan dxt"
+#   VARIANTS="bare dc_posix dc_prof dc_all bpftrace darshan dxt" (also: dc_floor, datacrumbs
+#                  tracing one syscall IOR never makes, bench/floor.lua: the cost of our
+#                  tracepoint pair alone; floor, bpftrace's raw_syscalls pair that returns at once)
 #   DATACRUMBS=build/datacrumbs
 #   DATACRUMBS_ALT=PATH  another datacrumbs (e.g. an earlier commit's build): the variants
 #                  dc_posix_alt, dc_prof_alt, dc_all_alt run it, in the same rounds
@@ -112,6 +114,11 @@ BT_PROG='tracepoint:syscalls:sys_enter_write,tracepoint:syscalls:sys_enter_read
 /comm == "ior"/ { @s[tid] = nsecs }
 tracepoint:syscalls:sys_exit_write,tracepoint:syscalls:sys_exit_read
 /@s[tid]/ { @t = hist(nsecs - @s[tid]); delete(@s[tid]); }'
+# The floor of any tracer on the syscall tracepoints: a program on raw_syscalls sys_enter
+# and sys_exit (every system call of every process, as datacrumbs' SYSCALL and POSIX
+# layers) that returns at once (a pid no process has)
+FLOOR_PROG='tracepoint:raw_syscalls:sys_enter /pid == 0/ { @e = count() }
+tracepoint:raw_syscalls:sys_exit /pid == 0/ { @x = count() }'
 
 # What else is attached: BPF links and perf-event programs of anyone, other tracers'
 # processes. Printed before every run (others work on this machine).
@@ -142,16 +149,19 @@ run() {
 	other=$(others)
 	case $v in
 	bare) /usr/bin/time -f "%M" -o "$OUT/rss" "${MPIRUN[@]}" "${ior[@]}" >"$log" 2>&1 ;;
-	dc_posix | dc_prof | dc_all | dc_posix_alt | dc_prof_alt | dc_all_alt)
+	dc_posix | dc_prof | dc_all | dc_floor | dc_posix_alt | dc_prof_alt | dc_all_alt)
 		local script=io_posix.lua mode=() dc=$DC
 		case $v in *_alt) dc=${DATACRUMBS_ALT:?"$v needs DATACRUMBS_ALT"} ;; esac
 		case $v in dc_all*) script=io_all.lua ;; esac
+		case $v in dc_floor) script=$here/floor.lua ;; esac
 		case $v in dc_prof*) mode=(--mode profile) ;; esac
 		trace=$OUT/$v-$x-$rd.pfw.gz
 		/usr/bin/time -f "%M" -o "$OUT/rss" "$dc" run "$script" "${mode[@]}" --no-status \
 			-o "$trace" -- "${MPIRUN[@]}" "${ior[@]}" >"$log" 2>&1 ;;
-	bpftrace)
-		/usr/bin/time -f "%M" -o "$OUT/rss" bpftrace -e "$BT_PROG" \
+	bpftrace | floor)
+		local prog=$BT_PROG
+		[ "$v" = floor ] && prog=$FLOOR_PROG
+		/usr/bin/time -f "%M" -o "$OUT/rss" bpftrace -e "$prog" \
 			-c "${MPIRUN[*]} ${ior[*]}" >"$log" 2>&1 ;;
 	darshan | dxt)
 		local dxt=()
