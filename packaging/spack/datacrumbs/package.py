@@ -32,7 +32,8 @@ class Datacrumbs(CMakePackage):
     depends_on("libuv")
     depends_on("libyaml")
     depends_on("zlib-api")
-    depends_on("isa-l")
+    depends_on("isa-l")  # igzip: the trace's gzip members
+    depends_on("zydis@4:")  # decodes C++ functions for their return instructions (core/retsite.c)
     depends_on("openssl")
     depends_on("python@3.8:", type="run")
     depends_on("py-pandas", type="run", when="+report")
