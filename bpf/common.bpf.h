@@ -18,6 +18,33 @@ struct {
 	__type(value, struct dc_proc);
 } traced SEC(".maps");
 
+/* A filter in front of `traced` (bpf/datacrumbs.h DC_TRACED_SLOTS): 1 in slot tgid %
+ * DC_TRACED_SLOTS when a process of that slot may be traced, 0: none is. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DC_TRACED_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} traced_hint SEC(".maps");
+
+/* 0 when process tgid is surely not traced (its slot of traced_hint is 0: an array load,
+ * which the verifier inlines, in place of a hash lookup), else 1 (`traced` decides). */
+static __always_inline int maybe_traced(__u32 tgid)
+{
+	__u32 k = tgid & (DC_TRACED_SLOTS - 1);
+	__u32 *v = bpf_map_lookup_elem(&traced_hint, &k);
+	return v && *v;
+}
+
+/* Marks tgid's slot of traced_hint before tgid goes in `traced`. */
+static __always_inline void hint_traced(__u32 tgid)
+{
+	__u32 k = tgid & (DC_TRACED_SLOTS - 1);
+	__u32 *v = bpf_map_lookup_elem(&traced_hint, &k);
+	if (v && !*v)
+		*v = 1;
+}
+
 /* One in-flight probed call. */
 struct dc_frame {
 	__u64 cookie;
@@ -80,10 +107,45 @@ struct {
 
 const volatile __u32 shard_cpus = 1;
 
+/* What each CPU works out once and keeps: its shard (cpu / shard_cpus, + 1; 0: not yet
+ * worked out) and, in profile mode, the interval its last call fell in ([ival_lo,
+ * ival_hi) in CLOCK_MONOTONIC ns, number ival), so that a call pays a load and a compare
+ * where it paid a division (two 32-bit ones per record for the shard, a 64-bit one per
+ * aggregated call for the interval: a BPF division is a hardware one, the verifier folds
+ * none, even by a frozen constant). */
+struct dc_cpu_memo {
+	__u32 shard1;
+	__u32 ival;
+	__u64 ival_lo;
+	__u64 ival_hi;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dc_cpu_memo);
+} cpu_memo SEC(".maps");
+
+/* This CPU's memo (a per-CPU array: the lookup is inlined, no helper call); NULL never in
+ * practice (the verifier wants the test). */
+static __always_inline struct dc_cpu_memo *my_memo(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&cpu_memo, &zero);
+}
+
 /* This CPU's ring buffer (NULL only if the loader left its shard empty: counted lost). */
 static __always_inline void *my_ring(void)
 {
-	__u32 k = bpf_get_smp_processor_id() / shard_cpus;
+	struct dc_cpu_memo *m = my_memo();
+	__u32 k;
+	if (m && m->shard1) {
+		k = m->shard1 - 1;
+	} else {
+		k = bpf_get_smp_processor_id() / shard_cpus;
+		if (m)
+			m->shard1 = k + 1;
+	}
 	return bpf_map_lookup_elem(&rings, &k);
 }
 
@@ -557,6 +619,23 @@ static __always_inline void agg_key_bytes(const struct dc_pinfo *pi, const __u64
 	}
 }
 
+/* Profile mode: the interval number of return time now ((now - profile_t0) / profile_ns,
+ * dc_agg_key.interval), from this CPU's memo while now stays in the interval of its last
+ * call, else by the division (then remembered). */
+static __always_inline __u32 interval_of(__u64 now)
+{
+	struct dc_cpu_memo *m = my_memo();
+	if (m && now >= m->ival_lo && now < m->ival_hi)
+		return m->ival;
+	__u64 n = (now - profile_t0) / profile_ns;
+	if (m && now >= profile_t0) {
+		m->ival = n;
+		m->ival_lo = profile_t0 + n * profile_ns;
+		m->ival_hi = m->ival_lo + profile_ns;
+	}
+	return n;
+}
+
 /* Profile mode: aggregates a finished call of probe `probe`, described by pi, instead of
  * recording it; ret is its return value when has_ret (not for kernel events and
  * entry-only calls); btf: as fd_special. Returns 1 when it did, 0 when the call must be
@@ -568,8 +647,7 @@ static __always_inline int profile_call(const struct dc_pinfo *pi, __u32 probe, 
 {
 	if (!pi || pi->record)
 		return 0;
-	struct dc_agg_key k = { .pid = tgid, .probe = probe,
-				.interval = (now - profile_t0) / profile_ns };
+	struct dc_agg_key k = { .pid = tgid, .probe = probe, .interval = interval_of(now) };
 	__s64 bytes = 0;
 	int has_bytes = 0;
 	agg_key_bytes(pi, args, aux, aux_ok, iov_bytes, &k, &bytes, &has_bytes, btf);
@@ -628,6 +706,8 @@ static __always_inline int call_enter_fd(__u64 cookie, __u64 sp, int btf, __u64 
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	if (!maybe_traced(tgid))
+		return 0;
 	struct dc_proc *p = bpf_map_lookup_elem(&traced, &tgid);
 	if (!p)
 		return 0;
@@ -846,9 +926,10 @@ __noinline int dc_unwind(struct dc_stack *st, __u64 sp, int mode, __u32 keep)
  * fd_special (profile mode's file key, an open's inode). */
 static __always_inline void call_return_fd(__u64 cookie, long ret, int btf)
 {
-	__u64 now = bpf_ktime_get_ns();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	if (!maybe_traced(tgid)) /* no traced process has its slot: no frame of it either */
+		return;
 	struct dc_stack *st = bpf_map_lookup_elem(&stacks, &tid);
 	if (!st || st->depth == 0) {
 		/* attached while the call was in flight, or the process is not traced */
@@ -856,6 +937,10 @@ static __always_inline void call_return_fd(__u64 cookie, long ret, int btf)
 			count_stat(DC_STAT_UNPAIRED);
 		return;
 	}
+	/* the return time, read once the thread is known to have a call open, so that an
+	 * untraced thread's syscall exit reads no clock (the stack's hash lookup, ~20 ns,
+	 * now counts in the call's dur) */
+	__u64 now = bpf_ktime_get_ns();
 	__u32 d = st->depth - 1;
 	if (d >= DC_MAX_DEPTH) {
 		st->depth = d;

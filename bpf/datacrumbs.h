@@ -353,6 +353,12 @@ struct dc_proc {
 	unsigned long long next_id; /* next call id of this process */
 };
 
+/* The `traced_hint` array (bpf/common.bpf.h): slot tgid % DC_TRACED_SLOTS is 1 once a
+ * process of that slot has been put in `traced` (set before the insert, by BPF at a fork
+ * and by the loader, core/attach.c dc_bpf_trace_pid; never cleared), so a 0 says "not
+ * traced" with one array load, no hash lookup; a 1 says "maybe" (then `traced` decides). */
+#define DC_TRACED_SLOTS 16384
+
 /* Counters in the `stats` per-CPU array (user side sums them over CPUs). */
 enum dc_stat {
 	DC_STAT_LOST = 0,      /* records the ring buffer had no room for */

@@ -200,6 +200,7 @@ int BPF_PROG(dc_fork, struct task_struct *parent, struct task_struct *child)
 	/* a pid traced before goes on with its ids (pid reuse: ended_ids) */
 	__u64 *next = bpf_map_lookup_elem(&ended_ids, &ctgid);
 	struct dc_proc fresh = { .next_id = next ? *next : 1 };
+	hint_traced(ctgid);
 	bpf_map_update_elem(&traced, &ctgid, &fresh, BPF_ANY);
 	send_proc(DC_EV_FORK, ctgid, ctgid, ptgid, 0);
 	return 0;

@@ -286,7 +286,13 @@ int dc_bpf_untrace_pid(struct dc_bpf *b, int tgid)
 int dc_bpf_trace_pid(struct dc_bpf *b, int tgid)
 {
 	struct dc_proc p = { .next_id = 1 };
-	__u32 key = tgid;
+	__u32 key = tgid, slot = (__u32)tgid % DC_TRACED_SLOTS, one = 1;
+	/* the hint first (bpf/datacrumbs.h DC_TRACED_SLOTS): BPF skips a tgid whose slot is 0;
+	 * a whole-value write of 1, as BPF's, so no update of either is lost */
+	int e = bpf_map__update_elem(b->skel->maps.traced_hint, &slot, sizeof(slot), &one,
+				     sizeof(one), BPF_ANY);
+	if (e)
+		return e;
 	return bpf_map__update_elem(b->skel->maps.traced, &key, sizeof(key), &p, sizeof(p), BPF_ANY);
 }
 
@@ -810,7 +816,7 @@ static int is_aio(const struct dc_probe *p)
  * thread. Returns 0 or a negative errno. */
 static int share_maps(struct dc_bpf *b, struct bpf_object *obj)
 {
-	static const char *const shared[] = { "traced", "stacks", "zero_stack", "rings",
+	static const char *const shared[] = { "traced", "traced_hint", "stacks", "zero_stack", "rings",
 					      "scratch", "stats", "aggs", "pinfo", "handles" };
 	for (size_t i = 0; i < sizeof(shared) / sizeof(shared[0]); i++) {
 		struct bpf_map *mine = bpf_object__find_map_by_name(obj, shared[i]);
