@@ -53,8 +53,9 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t prof
  * map cannot be read. */
 int dc_bpf_traced(struct dc_bpf *b, int except, int *pids, int max);
 
-/* Marks tgid as traced: its calls are recorded and its future children are followed.
- * Returns 0, or -1 with errno. */
+/* Marks tgid as traced: its calls are recorded and its future children are followed
+ * (its `traced_hint` slot first, bpf/datacrumbs.h DC_TRACED_SLOTS, then the `traced`
+ * entry). Returns 0, or -1 with errno. */
 int dc_bpf_trace_pid(struct dc_bpf *b, int tgid);
 
 /* Stops tracing tgid (takes it out of the `traced` map; its children forked already stay
