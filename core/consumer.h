@@ -37,7 +37,7 @@ int dc_consumer_fd(const struct dc_consumer *c);
 unsigned dc_consumer_threads(const struct dc_consumer *c);
 
 /* dc_shards_defer of the consumer's ring buffers (core/shards.h), from the thread that
- * drains them (dc_consumer_drain's); bytes: a queue's cap while deferred. 0, or -1. */
+ * drains them (dc_consumer_drain's); bytes: the queues' cap in all while deferred. 0, or -1. */
 int dc_consumer_defer(struct dc_consumer *c, size_t bytes);
 
 /* dc_shards_lift: the merge back to its nice value (NULL c: nothing). */

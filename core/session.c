@@ -211,7 +211,7 @@ static void drain(struct session *s)
 }
 
 /* While the command runs, the events are formatted in the cores' idle time
- * (dc_consumer_defer; DATACRUMBS_DEFER=BYTES per queue, default 64M, 0: off). */
+ * (dc_consumer_defer; DATACRUMBS_DEFER=MiB for all queues, default 64, 0: off). */
 static void defer_merge(struct session *s)
 {
 	const char *e = getenv("DATACRUMBS_DEFER");

@@ -463,13 +463,14 @@ int dc_shards_defer(struct dc_shards *sh, size_t bytes)
 	if ((nice0 == -1 && errno) || setpriority(PRIO_PROCESS, (id_t)tid, DC_DEFER_NICE))
 		return -1;
 	sh->nice0 = nice0;
+	size_t each = bytes / sh->n; /* the budget shared by the shards' queues */
 	for (unsigned k = 0; k < sh->n; k++) {
 		pthread_mutex_lock(&sh->s[k].mu);
-		if (sh->s[k].cap < bytes)
-			sh->s[k].cap = bytes;
+		if (sh->s[k].cap < each)
+			sh->s[k].cap = each;
 		pthread_mutex_unlock(&sh->s[k].mu);
 	}
-	sh->lift_bytes = bytes / 2;
+	sh->lift_bytes = each / 2;
 	atomic_store(&sh->lifted, 0);
 	sh->defer_tid = tid;
 	return 0;

@@ -41,8 +41,9 @@ long dc_shards_drain(struct dc_shards *sh, long max, dc_shard_fn fn, void *ctx);
 /* Defers the merge while the traced program runs: the calling thread (the merge's, which
  * formats the events) goes to nice 19, so on cores the program keeps busy it takes their
  * idle time, while the drain threads (normal priority) keep copying records out of the
- * ring buffers into queues of up to `bytes` each (memory instead of loss). A drain
- * thread whose queue passes bytes / 2, or whose ring buffer fills, lifts the merge back
+ * ring buffers into queues of up to `bytes` in all (bytes / shards each, or the ring
+ * buffer's size when more: memory instead of loss). A drain thread whose queue passes half
+ * of that, or whose ring buffer fills, lifts the merge back
  * to its nice value before (dc_shards_lift), for the rest of the run. Returns 0, or -1 with errno: EPERM
  * without drain threads or as non-root (lifting needs CAP_SYS_NICE: setpriority(2)), or
  * setpriority's. */
