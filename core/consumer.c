@@ -1132,6 +1132,17 @@ int dc_consumer_fd(const struct dc_consumer *c)
 	return dc_shards_fd(c->sh);
 }
 
+int dc_consumer_defer(struct dc_consumer *c, size_t bytes)
+{
+	return c ? dc_shards_defer(c->sh, bytes) : -1;
+}
+
+void dc_consumer_lift(struct dc_consumer *c)
+{
+	if (c)
+		dc_shards_lift(c->sh);
+}
+
 unsigned dc_consumer_threads(const struct dc_consumer *c)
 {
 	return dc_shards_threads(c->sh);

@@ -36,6 +36,13 @@ int dc_consumer_fd(const struct dc_consumer *c);
 /* The number of drain threads reading the ring buffers. */
 unsigned dc_consumer_threads(const struct dc_consumer *c);
 
+/* dc_shards_defer of the consumer's ring buffers (core/shards.h), from the thread that
+ * drains them (dc_consumer_drain's); bytes: the queues' cap in all while deferred. 0, or -1. */
+int dc_consumer_defer(struct dc_consumer *c, size_t bytes);
+
+/* dc_shards_lift: the merge back to its nice value (NULL c: nothing). */
+void dc_consumer_lift(struct dc_consumer *c);
+
 /* Consumes the waiting records, at most max of them (0: every one committed before the
  * call), so that a caller under a steady stream gets control back. Returns the number
  * consumed, or -1 when the writer failed (errno set; the trace is cut from here on). */

@@ -210,11 +210,24 @@ static void drain(struct session *s)
 	drain_some(s, 1);
 }
 
+/* While the command runs, the events are formatted in the cores' idle time
+ * (dc_consumer_defer; DATACRUMBS_DEFER=MiB for all queues, default 64, 0: off). Not
+ * with a Lua callback per event: it may be slow (a queue of 64 MiB could take it
+ * minutes after the command ended), and --auto-profile must see its loss when it is. */
+static void defer_merge(struct session *s)
+{
+	const char *e = getenv("DATACRUMBS_DEFER");
+	size_t bytes = e ? strtoull(e, NULL, 0) << 20 : (size_t)64 << 20;
+	if (bytes && !dc_script_wants_events(s->script))
+		dc_consumer_defer(s->cons, bytes);
+}
+
 static void finish(struct session *s)
 {
 	if (s->done)
 		return;
 	s->done = 1;
+	dc_consumer_lift(s->cons);
 	drain(s);
 	uv_stop(&s->loop);
 }
@@ -403,6 +416,7 @@ static void on_sigchld(uv_signal_t *h, int sig)
 		if (p == s->child && (WIFEXITED(st) || WIFSIGNALED(st))) {
 			s->status = st;
 			s->cmd_ended = 1;
+			dc_consumer_lift(s->cons); /* what is queued is written at full speed */
 			if (!tree_alive(s, 1))
 				finish(s);
 		}
@@ -1336,6 +1350,7 @@ int dc_session_run(const struct dc_opts *o)
 	    load_probes(s) || open_trace(s) || attach_probes(s))
 		return teardown(s);
 	start_loop(s);
+	defer_merge(s); /* before the command's first instruction */
 	int started = start_target(s);
 	if (started < 0)
 		return teardown(s);

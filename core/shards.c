@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/bpf.h>
@@ -27,6 +29,9 @@
 /* While its ring buffers stay empty a drain thread's sleep doubles up to this (the merge
  * reads them too, and BPF still wakes it at an eighth): fewer idle wake-ups. */
 #define DC_THREAD_IDLE_MS 160
+/* A deferred merge's nice value (dc_shards_defer): on cores the traced program keeps busy
+ * it runs in their idle time; EEVDF still gives it a share (setpriority(2), sched(7)). */
+#define DC_DEFER_NICE 19
 
 /* A queued record: its merge key, its size, then its bytes, padded to 8. */
 struct qhead {
@@ -68,6 +73,12 @@ struct dc_shards {
 	unsigned n, nthreads;
 	pthread_t *threads;
 	int *epfds;               /* one per drain thread */
+	/* dc_shards_defer: the merge's thread at nice DC_DEFER_NICE (defer_tid, 0: not
+	 * deferred) until `lifted`; a queue past lift_bytes lifts it */
+	pid_t defer_tid;
+	int nice0;                /* its nice value before: what a lift restores */
+	size_t lift_bytes;
+	atomic_int lifted;
 	int notify;               /* eventfd: a drain thread has queued much (the fd polled) */
 	int stop;                 /* eventfd: the drain threads end */
 	int epall;                /* without drain threads: every ring buffer's, polled */
@@ -186,6 +197,24 @@ static void take(struct shard *s)
 	s->in.off = s->in.len = 0;
 }
 
+/* Whether a queue of drain thread t's shards holds lift_bytes (a deferred merge must
+ * catch up: dc_shards_defer). Reads the lengths without the lock: a stale one only lifts
+ * one round later. */
+static int tell_lift(struct dc_shards *sh, unsigned t)
+{
+	if (atomic_load_explicit(&sh->lifted, memory_order_relaxed))
+		return 0;
+	for (unsigned k = t; k < sh->n; k += sh->nthreads) {
+		struct shard *s = &sh->s[k];
+		pthread_mutex_lock(&s->mu);
+		size_t q = s->in.len - s->in.off;
+		pthread_mutex_unlock(&s->mu);
+		if (q >= sh->lift_bytes)
+			return 1;
+	}
+	return 0;
+}
+
 struct thread_arg {
 	struct dc_shards *sh;
 	unsigned t;
@@ -223,6 +252,8 @@ static void *drain_thread(void *arg)
 				/* the counter is only a doorbell: a full one already rings */
 			}
 		}
+		if (sh->defer_tid && (full || tell_lift(sh, ta.t)))
+			dc_shards_lift(sh);
 		if (full) { /* the merge lags: let the ring buffer hold what comes */
 			struct timespec d = { 0, DC_FULL_NS };
 			nanosleep(&d, NULL);
@@ -369,6 +400,11 @@ long dc_shards_drain(struct dc_shards *sh, long max, dc_shard_fn fn, void *ctx)
 		 * thread's order whichever CPUs it ran on */
 		uint64_t w = mono_ns();
 		int full = 0;
+		/* a deferred merge holds the shards' locks at its own nice value: preempted there at nice
+		 * 19 it would stop the drain threads (priority inversion) and the rings fill */
+		int low = sh->defer_tid && !atomic_load_explicit(&sh->lifted, memory_order_relaxed);
+		if (low)
+			setpriority(PRIO_PROCESS, (id_t)sh->defer_tid, sh->nice0);
 		for (unsigned k = 0; k < sh->n; k++) {
 			struct shard *s = &sh->s[k];
 			pthread_mutex_lock(&s->mu);
@@ -376,6 +412,11 @@ long dc_shards_drain(struct dc_shards *sh, long max, dc_shard_fn fn, void *ctx)
 			full |= read_ring(s);
 			take(s);
 			pthread_mutex_unlock(&s->mu);
+		}
+		if (low && !atomic_load(&sh->lifted)) {
+			setpriority(PRIO_PROCESS, (id_t)sh->defer_tid, DC_DEFER_NICE);
+			if (atomic_load(&sh->lifted)) /* lifted meanwhile: that stands */
+				setpriority(PRIO_PROCESS, (id_t)sh->defer_tid, sh->nice0);
 		}
 		for (;;) {
 			if (max > 0 && done >= max) {
@@ -408,6 +449,40 @@ long dc_shards_drain(struct dc_shards *sh, long max, dc_shard_fn fn, void *ctx)
 			break;
 	}
 	return done;
+}
+
+int dc_shards_defer(struct dc_shards *sh, size_t bytes)
+{
+	if (!sh->nthreads || geteuid() != 0) {
+		errno = EPERM; /* no drain thread to lift it, or no CAP_SYS_NICE to lift */
+		return -1;
+	}
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	errno = 0;
+	int nice0 = getpriority(PRIO_PROCESS, (id_t)tid);
+	if ((nice0 == -1 && errno) || setpriority(PRIO_PROCESS, (id_t)tid, DC_DEFER_NICE))
+		return -1;
+	sh->nice0 = nice0;
+	size_t each = bytes / sh->n; /* the budget shared by the shards' queues */
+	for (unsigned k = 0; k < sh->n; k++) {
+		pthread_mutex_lock(&sh->s[k].mu);
+		if (sh->s[k].cap < each)
+			sh->s[k].cap = each;
+		pthread_mutex_unlock(&sh->s[k].mu);
+	}
+	sh->lift_bytes = each / 2;
+	atomic_store(&sh->lifted, 0);
+	sh->defer_tid = tid;
+	return 0;
+}
+
+void dc_shards_lift(struct dc_shards *sh)
+{
+	if (!sh->defer_tid || atomic_exchange(&sh->lifted, 1))
+		return;
+	if (setpriority(PRIO_PROCESS, (id_t)sh->defer_tid, sh->nice0))
+		fprintf(stderr, "datacrumbs: cannot lift the consumer's priority: %s\n",
+			strerror(errno));
 }
 
 void dc_shards_free(struct dc_shards *sh)

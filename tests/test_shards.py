@@ -50,6 +50,24 @@ for shards, threads in ((1, 0), (2, 1), (2, 2)):
     check(writes[-1]["tid"] == writes[-1]["pid"],
           "%s: the main thread's write (after joining both) is the last in the file" % name)
 
+# deferral (core/shards.h dc_shards_defer): while the command runs, the merge (datacrumbs'
+# main thread, the command's parent) is at nice 19 with drain threads, at its own (ours)
+# without them or with DATACRUMBS_DEFER=0; field 19 of /proc/PID/stat is the nice value
+# (proc(5))
+own = str(os.getpriority(os.PRIO_PROCESS, 0))
+for threads, defer, want in ((1, None, "19"), (0, None, own), (1, "0", own)):
+    name = "nice, %d drain threads, DATACRUMBS_DEFER=%s" % (threads, defer)
+    d = dctest.workdir("shards-nice")
+    env = dict(os.environ)
+    env.pop("DATACRUMBS_DEFER", None)
+    if defer is not None:
+        env["DATACRUMBS_DEFER"] = defer
+    r = dctest.run_dc(["run", "--drain-threads", str(threads), "-o", d, SCRIPT, "--",
+                       "/bin/sh", "-c", "cut -d' ' -f19 /proc/$PPID/stat"], env=env)
+    equal(r.returncode, 0, "%s: exit status (stderr: %s)" % (name, r.stderr.strip()))
+    equal(r.stdout.strip(), want, "%s: the merge's nice value seen by the command" % name)
+    dctest.check_pfw(dctest.find_trace(d))
+
 # bad values: a one-line error naming the option, exit 2
 for opt, v in (("--shards", "0"), ("--shards", "65"), ("--drain-threads", "-1"),
                ("--drain-threads", "x")):
