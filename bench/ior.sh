@@ -16,7 +16,8 @@
 #   NP=2           MPI ranks
 #   VARIANTS="bare dc_posix dc_prof dc_all bpftrace darshan dxt" (also: dc_floor, datacrumbs
 #                  tracing one syscall IOR never makes, bench/floor.lua: the cost of our
-#                  tracepoint pair alone; floor, bpftrace's raw_syscalls pair that returns at once)
+#                  tracepoint pair alone; floor, bpftrace's raw_syscalls pair that returns at once;
+#                  dc_defer, dc_posix with DATACRUMBS_DEFER=64: docs/install.md)
 #   DATACRUMBS=build/datacrumbs
 #   DATACRUMBS_ALT=PATH  another datacrumbs (e.g. an earlier commit's build): the variants
 #                  dc_posix_alt, dc_prof_alt, dc_all_alt run it, in the same rounds
@@ -149,14 +150,15 @@ run() {
 	other=$(others)
 	case $v in
 	bare) /usr/bin/time -f "%M" -o "$OUT/rss" "${MPIRUN[@]}" "${ior[@]}" >"$log" 2>&1 ;;
-	dc_posix | dc_prof | dc_all | dc_floor | dc_posix_alt | dc_prof_alt | dc_all_alt)
-		local script=io_posix.lua mode=() dc=$DC
+	dc_posix | dc_prof | dc_all | dc_floor | dc_defer | dc_posix_alt | dc_prof_alt | dc_all_alt)
+		local script=io_posix.lua mode=() dc=$DC defer=${DATACRUMBS_DEFER:-0}
 		case $v in *_alt) dc=${DATACRUMBS_ALT:?"$v needs DATACRUMBS_ALT"} ;; esac
 		case $v in dc_all*) script=io_all.lua ;; esac
-		case $v in dc_floor) script=$here/floor.lua ;; esac
+		case $v in dc_floor) script=$here/floor.lua ;; dc_defer) defer=64 ;; esac
 		case $v in dc_prof*) mode=(--mode profile) ;; esac
 		trace=$OUT/$v-$x-$rd.pfw.gz
-		/usr/bin/time -f "%M" -o "$OUT/rss" "$dc" run "$script" "${mode[@]}" --no-status \
+		DATACRUMBS_DEFER=$defer /usr/bin/time -f "%M" -o "$OUT/rss" "$dc" run "$script" \
+			"${mode[@]}" --no-status \
 			-o "$trace" -- "${MPIRUN[@]}" "${ior[@]}" >"$log" 2>&1 ;;
 	bpftrace | floor)
 		local prog=$BT_PROG

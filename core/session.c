@@ -211,13 +211,14 @@ static void drain(struct session *s)
 }
 
 /* While the command runs, the events are formatted in the cores' idle time
- * (dc_consumer_defer; DATACRUMBS_DEFER=MiB for all queues, default 64, 0: off). Not
+ * (dc_consumer_defer; DATACRUMBS_DEFER=MiB for all queues; unset or 0: off, the default
+ * until it is shown never to lose what the default keeps: docs/design.md). Not
  * with a Lua callback per event: it may be slow (a queue of 64 MiB could take it
  * minutes after the command ended), and --auto-profile must see its loss when it is. */
 static void defer_merge(struct session *s)
 {
 	const char *e = getenv("DATACRUMBS_DEFER");
-	size_t bytes = e ? strtoull(e, NULL, 0) << 20 : (size_t)64 << 20;
+	size_t bytes = e ? strtoull(e, NULL, 0) << 20 : 0;
 	if (bytes && !dc_script_wants_events(s->script))
 		dc_consumer_defer(s->cons, bytes);
 }

@@ -215,6 +215,21 @@ static int tell_lift(struct dc_shards *sh, unsigned t)
 	return 0;
 }
 
+/* Bytes of records the merge has taken from the drain threads and not handed on yet (its
+ * own queues: no lock). */
+static size_t merge_backlog(const struct dc_shards *sh)
+{
+	size_t n = 0;
+	for (unsigned k = 0; k < sh->n; k++) {
+		const struct shard *s = &sh->s[k];
+		for (unsigned i = 0; i < s->npend; i++) {
+			const struct queue *q = &s->pend[(s->ph + i) % DC_PEND_MAX];
+			n += q->len - q->off;
+		}
+	}
+	return n;
+}
+
 struct thread_arg {
 	struct dc_shards *sh;
 	unsigned t;
@@ -413,6 +428,8 @@ long dc_shards_drain(struct dc_shards *sh, long max, dc_shard_fn fn, void *ctx)
 			take(s);
 			pthread_mutex_unlock(&s->mu);
 		}
+		if (low && merge_backlog(sh) >= sh->lift_bytes * sh->n)
+			dc_shards_lift(sh); /* it falls behind: the queues taken hold half the budget */
 		if (low && !atomic_load(&sh->lifted)) {
 			setpriority(PRIO_PROCESS, (id_t)sh->defer_tid, DC_DEFER_NICE);
 			if (atomic_load(&sh->lifted)) /* lifted meanwhile: that stands */

@@ -43,7 +43,8 @@ long dc_shards_drain(struct dc_shards *sh, long max, dc_shard_fn fn, void *ctx);
  * idle time, while the drain threads (normal priority) keep copying records out of the
  * ring buffers into queues of up to `bytes` in all (bytes / shards each, or the ring
  * buffer's size when more: memory instead of loss). A drain thread whose queue passes half
- * of that, or whose ring buffer fills, lifts the merge back
+ * of that, or whose ring buffer fills, or the merge when the queues it took hold half of
+ * the budget, lifts the merge back
  * to its nice value before (dc_shards_lift), for the rest of the run. Returns 0, or -1 with errno: EPERM
  * without drain threads or as non-root (lifting needs CAP_SYS_NICE: setpriority(2)), or
  * setpriority's. */

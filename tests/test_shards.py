@@ -50,12 +50,12 @@ for shards, threads in ((1, 0), (2, 1), (2, 2)):
     check(writes[-1]["tid"] == writes[-1]["pid"],
           "%s: the main thread's write (after joining both) is the last in the file" % name)
 
-# deferral (core/shards.h dc_shards_defer): while the command runs, the merge (datacrumbs'
-# main thread, the command's parent) is at nice 19 with drain threads, at its own (ours)
-# without them or with DATACRUMBS_DEFER=0; field 19 of /proc/PID/stat is the nice value
-# (proc(5))
+# deferral (core/shards.h dc_shards_defer, DATACRUMBS_DEFER=MiB): while the command runs,
+# the merge (datacrumbs' main thread, the command's parent) is at nice 19 with drain
+# threads, at its own (ours) without them, with DATACRUMBS_DEFER=0 or unset (the default);
+# field 19 of /proc/PID/stat is the nice value (proc(5))
 own = str(os.getpriority(os.PRIO_PROCESS, 0))
-for threads, defer, want in ((1, None, "19"), (0, None, own), (1, "0", own)):
+for threads, defer, want in ((1, "64", "19"), (0, "64", own), (1, "0", own), (1, None, own)):
     name = "nice, %d drain threads, DATACRUMBS_DEFER=%s" % (threads, defer)
     d = dctest.workdir("shards-nice")
     env = dict(os.environ)
