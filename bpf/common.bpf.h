@@ -681,24 +681,26 @@ static __always_inline void note_handle(const struct dc_pinfo *pi, __u32 tgid,
  * that calls it, with none of its caller's states (inlined, the aggregation multiplied
  * the states of every return path: profile-mode start-up 1.2 s). Returns profile_call's
  * answer: 1 when the call was aggregated, 0 when it must be sent as a record. */
-__noinline int dc_profile_ret0(const struct dc_pinfo *pi, const struct dc_frame *f, __u32 tgid,
-			       __u64 now, long ret)
+static __always_inline int profile_ret(const struct dc_pinfo *pi, const struct dc_frame *f,
+				       __u32 tgid, __u64 now, long ret, int btf)
 {
 	if (!f)
 		return 0;
 	note_handle(pi, tgid, f, ret);
 	return profile_call(pi, DC_COOKIE_PROBE(f->cookie), tgid, f->ts, now, f->args, f->aux,
-			    f->aux_ok, f->iov_bytes, ret, 1, 0);
+			    f->aux_ok, f->iov_bytes, ret, 1, btf);
+}
+
+__noinline int dc_profile_ret0(const struct dc_pinfo *pi, const struct dc_frame *f, __u32 tgid,
+			       __u64 now, long ret)
+{
+	return profile_ret(pi, f, tgid, now, ret, 0);
 }
 
 __noinline int dc_profile_ret1(const struct dc_pinfo *pi, const struct dc_frame *f, __u32 tgid,
 			       __u64 now, long ret)
 {
-	if (!f)
-		return 0;
-	note_handle(pi, tgid, f, ret);
-	return profile_call(pi, DC_COOKIE_PROBE(f->cookie), tgid, f->ts, now, f->args, f->aux,
-			    f->aux_ok, f->iov_bytes, ret, 1, 1);
+	return profile_ret(pi, f, tgid, now, ret, 1);
 }
 
 /* How dc_unwind judges the frames on top of a thread's stack (bpf/datacrumbs.h "Return
