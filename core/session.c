@@ -218,9 +218,24 @@ static void drain(struct session *s)
 static void defer_merge(struct session *s)
 {
 	const char *e = getenv("DATACRUMBS_DEFER");
-	size_t bytes = e ? strtoull(e, NULL, 0) << 20 : 0;
-	if (bytes && !dc_script_wants_events(s->script))
-		dc_consumer_defer(s->cons, bytes);
+	if (!e || !*e)
+		return;
+	char *end;
+	errno = 0;
+	unsigned long long mib = strtoull(e, &end, 10);
+	if (errno || *end || *e == '-' || mib > (SIZE_MAX >> 20)) {
+		fprintf(stderr, "datacrumbs: DATACRUMBS_DEFER=%s: not a number of MiB (e.g. 64; 0: "
+			"off): not deferred\n", e);
+		return;
+	}
+	if (!mib)
+		return;
+	if (dc_script_wants_events(s->script))
+		fprintf(stderr, "datacrumbs: DATACRUMBS_DEFER: not deferred, the script has an "
+			"event callback (dc.on_event)\n");
+	else if (dc_consumer_defer(s->cons, (size_t)mib << 20))
+		fprintf(stderr, "datacrumbs: DATACRUMBS_DEFER: not deferred (%s; it needs root "
+			"and drain threads: --drain-threads 1 or more)\n", strerror(errno));
 }
 
 static void finish(struct session *s)

@@ -73,12 +73,12 @@ struct dc_shards {
 	unsigned n, nthreads;
 	pthread_t *threads;
 	int *epfds;               /* one per drain thread */
-	/* dc_shards_defer: the merge's thread at nice DC_DEFER_NICE (defer_tid, 0: not
-	 * deferred) until `lifted`; a queue past lift_bytes lifts it */
+	/* dc_shards_defer: while `deferred` (1; stored last, release), the merge's thread
+	 * defer_tid is at nice DC_DEFER_NICE; a queue past lift_bytes lifts it (0) */
 	pid_t defer_tid;
 	int nice0;                /* its nice value before: what a lift restores */
 	size_t lift_bytes;
-	atomic_int lifted;
+	atomic_int deferred;
 	int notify;               /* eventfd: a drain thread has queued much (the fd polled) */
 	int stop;                 /* eventfd: the drain threads end */
 	int epall;                /* without drain threads: every ring buffer's, polled */
@@ -197,24 +197,6 @@ static void take(struct shard *s)
 	s->in.off = s->in.len = 0;
 }
 
-/* Whether a queue of drain thread t's shards holds lift_bytes (a deferred merge must
- * catch up: dc_shards_defer). Reads the lengths without the lock: a stale one only lifts
- * one round later. */
-static int tell_lift(struct dc_shards *sh, unsigned t)
-{
-	if (atomic_load_explicit(&sh->lifted, memory_order_relaxed))
-		return 0;
-	for (unsigned k = t; k < sh->n; k += sh->nthreads) {
-		struct shard *s = &sh->s[k];
-		pthread_mutex_lock(&s->mu);
-		size_t q = s->in.len - s->in.off;
-		pthread_mutex_unlock(&s->mu);
-		if (q >= sh->lift_bytes)
-			return 1;
-	}
-	return 0;
-}
-
 /* Bytes of records the merge has taken from the drain threads and not handed on yet (its
  * own queues: no lock). */
 static size_t merge_backlog(const struct dc_shards *sh)
@@ -250,13 +232,16 @@ static void *drain_thread(void *arg)
 			if (ev[i].data.u32 == UINT32_MAX)
 				return NULL;
 		int full = 0, tell = 0, got = 0;
+		size_t most = 0; /* the longest of its queues */
 		for (unsigned k = ta.t; k < sh->n; k += sh->nthreads) {
 			struct shard *s = &sh->s[k];
 			pthread_mutex_lock(&s->mu);
 			size_t before = s->in.len - s->in.off;
 			full |= read_ring(s);
-			got |= s->in.len - s->in.off != before;
-			tell |= s->in.len - s->in.off >= sh->notify_bytes;
+			size_t now = s->in.len - s->in.off;
+			got |= now != before;
+			tell |= now >= sh->notify_bytes;
+			most = now > most ? now : most;
 			pthread_mutex_unlock(&s->mu);
 		}
 		wait_ms = got || n > 0 ? DC_THREAD_MS
@@ -267,7 +252,9 @@ static void *drain_thread(void *arg)
 				/* the counter is only a doorbell: a full one already rings */
 			}
 		}
-		if (sh->defer_tid && (full || tell_lift(sh, ta.t)))
+		/* a deferred merge must catch up: lift it (lift_bytes is read after `deferred`) */
+		if (atomic_load_explicit(&sh->deferred, memory_order_acquire) &&
+		    (full || most >= sh->lift_bytes))
 			dc_shards_lift(sh);
 		if (full) { /* the merge lags: let the ring buffer hold what comes */
 			struct timespec d = { 0, DC_FULL_NS };
@@ -417,7 +404,7 @@ long dc_shards_drain(struct dc_shards *sh, long max, dc_shard_fn fn, void *ctx)
 		int full = 0;
 		/* a deferred merge holds the shards' locks at its own nice value: preempted there at nice
 		 * 19 it would stop the drain threads (priority inversion) and the rings fill */
-		int low = sh->defer_tid && !atomic_load_explicit(&sh->lifted, memory_order_relaxed);
+		int low = atomic_load(&sh->deferred);
 		if (low)
 			setpriority(PRIO_PROCESS, (id_t)sh->defer_tid, sh->nice0);
 		for (unsigned k = 0; k < sh->n; k++) {
@@ -430,9 +417,9 @@ long dc_shards_drain(struct dc_shards *sh, long max, dc_shard_fn fn, void *ctx)
 		}
 		if (low && merge_backlog(sh) >= sh->lift_bytes * sh->n)
 			dc_shards_lift(sh); /* it falls behind: the queues taken hold half the budget */
-		if (low && !atomic_load(&sh->lifted)) {
+		if (low && atomic_load(&sh->deferred)) {
 			setpriority(PRIO_PROCESS, (id_t)sh->defer_tid, DC_DEFER_NICE);
-			if (atomic_load(&sh->lifted)) /* lifted meanwhile: that stands */
+			if (!atomic_load(&sh->deferred)) /* lifted meanwhile: that stands */
 				setpriority(PRIO_PROCESS, (id_t)sh->defer_tid, sh->nice0);
 		}
 		for (;;) {
@@ -488,15 +475,15 @@ int dc_shards_defer(struct dc_shards *sh, size_t bytes)
 		pthread_mutex_unlock(&sh->s[k].mu);
 	}
 	sh->lift_bytes = each / 2;
-	atomic_store(&sh->lifted, 0);
 	sh->defer_tid = tid;
+	atomic_store_explicit(&sh->deferred, 1, memory_order_release);
 	return 0;
 }
 
 void dc_shards_lift(struct dc_shards *sh)
 {
-	if (!sh->defer_tid || atomic_exchange(&sh->lifted, 1))
-		return;
+	if (!atomic_exchange(&sh->deferred, 0))
+		return; /* not deferred, or lifted already */
 	if (setpriority(PRIO_PROCESS, (id_t)sh->defer_tid, sh->nice0))
 		fprintf(stderr, "datacrumbs: cannot lift the consumer's priority: %s\n",
 			strerror(errno));

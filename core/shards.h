@@ -36,23 +36,23 @@ unsigned dc_shards_threads(const struct dc_shards *sh);
  * dc_shards_fd stays readable). Returns the number handed on. */
 long dc_shards_drain(struct dc_shards *sh, long max, dc_shard_fn fn, void *ctx);
 
-/* Stops and joins the drain threads, unmaps the ring buffers (their fds stay open:
- * core/attach.c owns them) and frees sh; NULL is fine. */
 /* Defers the merge while the traced program runs: the calling thread (the merge's, which
  * formats the events) goes to nice 19, so on cores the program keeps busy it takes their
  * idle time, while the drain threads (normal priority) keep copying records out of the
  * ring buffers into queues of up to `bytes` in all (bytes / shards each, or the ring
- * buffer's size when more: memory instead of loss). A drain thread whose queue passes half
- * of that, or whose ring buffer fills, or the merge when the queues it took hold half of
- * the budget, lifts the merge back
- * to its nice value before (dc_shards_lift), for the rest of the run. Returns 0, or -1 with errno: EPERM
- * without drain threads or as non-root (lifting needs CAP_SYS_NICE: setpriority(2)), or
- * setpriority's. */
+ * buffer's size when more: memory instead of loss). It is lifted back to its nice value
+ * before (dc_shards_lift), for the rest of the run, by a drain thread whose queue passes
+ * half of its share or whose ring buffer fills, or by itself when the queues it took hold
+ * half of the budget. Returns 0, or -1 with errno: EPERM without drain threads or as
+ * non-root (lifting needs CAP_SYS_NICE: setpriority(2)), or setpriority's. */
 int dc_shards_defer(struct dc_shards *sh, size_t bytes);
 
-/* Lifts a deferred merge back to its nice value before (once; any thread; nothing when not deferred). */
+/* Lifts a deferred merge back to its nice value before (once; any thread; nothing when
+ * not deferred). */
 void dc_shards_lift(struct dc_shards *sh);
 
+/* Stops and joins the drain threads, unmaps the ring buffers (their fds stay open:
+ * core/attach.c owns them) and frees sh; NULL is fine. */
 void dc_shards_free(struct dc_shards *sh);
 
 #endif
