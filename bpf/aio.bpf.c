@@ -88,7 +88,7 @@ static __always_inline void op_done(struct dc_aio_op *op, __u64 now, long res)
 {
 	__u64 parent = 0;
 	__u32 level = 1, tid = op->tid;
-	struct dc_stack *st = bpf_map_lookup_elem(&stacks, &tid);
+	struct dc_stack *st = stack_of(tid);
 	if (st && op->parent) {
 		for (int i = 0; i < DC_MAX_DEPTH; i++) {
 			if (i < st->depth && st->f[i].id == op->parent) {

@@ -63,30 +63,70 @@ struct dc_frame {
 	__u32 pad2;
 };
 
-/* The calls in flight on one thread, innermost last. Kept while the thread lives (depth
- * 0 between calls: inserting a zeroed 1.6 KB stack at every outermost call and deleting it
- * at its return cost more than the rest of the call's BPF work together, bench/stdio.sh),
- * deleted when the thread exits (sched_process_exit, flush_stack). */
+/* The calls in flight on one thread, innermost last, in the thread's slot of `stacks`
+ * (owner: its tid, 0: a free slot). Kept while the thread lives (depth 0 between calls:
+ * making a zeroed 2 KB stack at every outermost call and dropping it at its return cost
+ * more than the rest of the call's BPF work together, bench/stdio.sh), freed when the
+ * thread exits (sched_process_exit, flush_stack). */
 struct dc_stack {
 	__u32 depth;
 	__u32 pad;
+	__u64 owner;   /* 64 bits: BPF's compare-and-swap before -mcpu=v3 is 64-bit only */
+	__u64 id_next; /* the thread's block of call ids, [id_next, id_end): taken from its */
+	__u64 id_end;  /* process's counter DC_ID_BLOCK at a time (bpf/datacrumbs.h) */
 	struct dc_frame f[DC_MAX_DEPTH];
 };
 
+/* The stacks, an open-addressed table: thread tid's is in one of the DC_STACK_PROBES
+ * slots from tid % DC_STACK_SLOTS on (bpf/datacrumbs.h). An array, not a hash keyed by
+ * tid: its lookup is inlined by the verifier as an address computation, where a hash
+ * lookup hashed the key and walked a bucket (~45 ns a lookup here, two per traced call;
+ * bench/README.md). */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DC_STACK_SLOTS);
 	__type(key, __u32);
 	__type(value, struct dc_stack);
 } stacks SEC(".maps");
 
-/* A zeroed dc_stack to insert from (BPF stacks are 512 bytes, dc_stack is larger). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct dc_stack);
-} zero_stack SEC(".maps");
+/* Thread tid's stack, NULL when it has none (no probed call of it seen yet, or it exited).
+ * Any thread's: op_done and the block layer look up the thread that submitted. */
+static __always_inline struct dc_stack *stack_of(__u32 tid)
+{
+	for (__u32 i = 0; i < DC_STACK_PROBES; i++) {
+		__u32 k = (tid + i) & (DC_STACK_SLOTS - 1);
+		struct dc_stack *st = bpf_map_lookup_elem(&stacks, &k);
+		if (st && st->owner == tid)
+			return st;
+	}
+	return NULL;
+}
+
+/* A free slot of `stacks` for the current thread tid, which has none (stack_of: NULL),
+ * taken for it (depth 0, no ids); NULL when all DC_STACK_PROBES of its slots belong to
+ * other live threads. The slot is taken with a compare-and-swap of its owner (two threads
+ * may want the same one); only the thread itself takes one for itself, so never two. */
+static __always_inline struct dc_stack *stack_take(__u32 tid)
+{
+	struct dc_stack *st;
+	for (__u32 i = 0; i < DC_STACK_PROBES; i++) {
+		__u32 k = (tid + i) & (DC_STACK_SLOTS - 1);
+		st = bpf_map_lookup_elem(&stacks, &k);
+		if (st && !st->owner && !__sync_val_compare_and_swap(&st->owner, 0, (__u64)tid)) {
+			st->depth = 0;
+			st->id_next = st->id_end = 0;
+			return st;
+		}
+	}
+	return NULL;
+}
+
+/* Frees thread tid's slot st (its own, at its exit). */
+static __always_inline void stack_free(struct dc_stack *st, __u32 tid)
+{
+	st->depth = 0;
+	__sync_val_compare_and_swap(&st->owner, (__u64)tid, 0);
+}
 
 /* The ring buffers, one per shard: a CPU group of shard_cpus CPUs writes to shard
  * cpu / shard_cpus (the loader sets both before load, and puts nshards ring buffers of
@@ -234,13 +274,20 @@ static __always_inline __u64 submit_flags(__u64 bytes)
 	       ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
-/* Submits a record reserved by ring_reserve, stamped with its `sent` time (the merge key
- * of core/consumer.c: taken after every earlier record of this thread was committed and
- * before this one is), waking the consumer as submit_flags says when `wake`. */
+/* Submits a record reserved by ring_reserve, stamped with `sent` (CLOCK_MONOTONIC ns),
+ * the merge key of core/shards.c: a time read after every earlier record of this thread
+ * was committed and before this one is; waking the consumer as submit_flags says when
+ * `wake`. */
+static __always_inline void ring_submit_at(void *rec, __u64 bytes, int wake, __u64 sent)
+{
+	((struct dc_event *)rec)->sent = sent;
+	bpf_ringbuf_submit(rec, wake ? submit_flags(bytes) : 0);
+}
+
+/* ring_submit_at stamped now. */
 static __always_inline void ring_submit(void *rec, __u64 bytes, int wake)
 {
-	((struct dc_event *)rec)->sent = bpf_ktime_get_ns();
-	bpf_ringbuf_submit(rec, wake ? submit_flags(bytes) : 0);
+	ring_submit_at(rec, bytes, wake, bpf_ktime_get_ns());
 }
 
 static __always_inline void count_stat_n(__u32 which, __u64 n)
@@ -736,22 +783,32 @@ static __always_inline int call_enter_fd(__u64 cookie, __u64 sp, int btf, __u64 
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	if (!maybe_traced(tgid))
 		return 0;
-	struct dc_proc *p = bpf_map_lookup_elem(&traced, &tgid);
-	if (!p)
-		return 0;
-
-	struct dc_stack *st = bpf_map_lookup_elem(&stacks, &tid);
+	/* a thread with a stack is traced (it took it in a traced process, gives it back at
+	 * its exit, and at an exec that its process is untraced at: bpf/uprobe.bpf.c), so
+	 * only a thread's first call, and each DC_ID_BLOCK-th, looks its process up in
+	 * `traced` (one untraced while it runs is seen there) */
+	struct dc_proc *p = NULL;
+	struct dc_stack *st = stack_of(tid);
 	if (!st) {
-		__u32 zero = 0;
-		struct dc_stack *z = bpf_map_lookup_elem(&zero_stack, &zero);
-		if (!z)
+		p = bpf_map_lookup_elem(&traced, &tgid);
+		if (!p)
 			return 0;
-		bpf_map_update_elem(&stacks, &tid, z, BPF_NOEXIST);
-		st = bpf_map_lookup_elem(&stacks, &tid);
-		if (!st) { /* more threads in probed calls than `stacks` holds: a lost call */
+		st = stack_take(tid);
+		if (!st) { /* no free slot of the thread's in `stacks`: a lost call */
 			count_stat(DC_STAT_LOST);
 			return 0;
 		}
+	}
+	if (st->id_next >= st->id_end) {
+		if (!p)
+			p = bpf_map_lookup_elem(&traced, &tgid);
+		if (!p) { /* its process was untraced under it: nothing more of it */
+			if (!st->depth)
+				stack_free(st, tid);
+			return 0;
+		}
+		st->id_next = __sync_fetch_and_add(&p->next_id, DC_ID_BLOCK);
+		st->id_end = st->id_next + DC_ID_BLOCK;
 	}
 	__u32 moves = 0, probe = DC_COOKIE_PROBE(cookie);
 	struct dc_pinfo *pi = bpf_map_lookup_elem(&pinfo, &probe);
@@ -770,7 +827,7 @@ static __always_inline int call_enter_fd(__u64 cookie, __u64 sp, int btf, __u64 
 	barrier_var(d); /* keep the mask below: the verifier needs it after dc_unwind */
 	struct dc_frame *f = &st->f[d & (DC_MAX_DEPTH - 1)];
 	f->cookie = cookie;
-	f->id = __sync_fetch_and_add(&p->next_id, 1);
+	f->id = st->id_next++;
 	f->args[0] = a0;
 	f->args[1] = a1;
 	f->args[2] = a2;
@@ -861,7 +918,7 @@ static __always_inline void fill_call(struct dc_event *e, struct dc_frame *f, __
  * stack. */
 static __always_inline void flush_stack(__u32 tgid, __u32 tid, __u64 sp)
 {
-	struct dc_stack *st = bpf_map_lookup_elem(&stacks, &tid);
+	struct dc_stack *st = stack_of(tid);
 	if (!st)
 		return;
 	__u64 now = bpf_ktime_get_ns();
@@ -880,7 +937,7 @@ static __always_inline void flush_stack(__u32 tgid, __u32 tid, __u64 sp)
 		e->flags |= f->sp && !f->moves && f->sp < sp ? DC_F_UNWOUND : DC_F_UNFINISHED;
 		ring_submit(e, 0, 0);
 	}
-	bpf_map_delete_elem(&stacks, &tid);
+	stack_free(st, tid);
 }
 
 /* A new call starts at user rsp sp where a call whose return the kernel hijacked (a
@@ -958,7 +1015,7 @@ static __always_inline void call_return_fd(__u64 cookie, long ret, int btf)
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	if (!maybe_traced(tgid)) /* no traced process has its slot: no frame of it either */
 		return;
-	struct dc_stack *st = bpf_map_lookup_elem(&stacks, &tid);
+	struct dc_stack *st = stack_of(tid);
 	if (!st || st->depth == 0) {
 		/* attached while the call was in flight, or the process is not traced */
 		if (bpf_map_lookup_elem(&traced, &tgid))
@@ -988,8 +1045,13 @@ static __always_inline void call_return_fd(__u64 cookie, long ret, int btf)
 		count_stat(DC_STAT_UNPAIRED);
 		return;
 	}
-	if (top > d) /* the frames above this probe's own */
+	/* the record's `sent` (ring_submit_at): the return time, unless records of frames
+	 * above this one go first (a clock read fewer per call) */
+	__u64 sent = now;
+	if (top > d) { /* the frames above this probe's own */
 		dc_unwind(st, 0, DC_UW_POP, d + 1);
+		sent = bpf_ktime_get_ns();
+	}
 	__u64 parent = d > 0 ? st->f[(d - 1) & (DC_MAX_DEPTH - 1)].id : 0;
 	__u32 path = DC_COOKIE_PATH(cookie) - 1, probe = DC_COOKIE_PROBE(cookie), zero = 0;
 	if (cookie >> 32)
@@ -1044,7 +1106,7 @@ static __always_inline void call_return_fd(__u64 cookie, long ret, int btf)
 			fill_call(&pe->e, f, tgid, tid, d, parent, now, ret);
 			pe->e.path_len = n > 0 ? n : 0;
 			pe->e.path2_len = n2 > 0 ? n2 : 0;
-			ring_submit(pe, bytes, 1);
+			ring_submit_at(pe, bytes, 1, sent);
 		}
 	} else if (sc) {
 		/* read at return: the kernel has faulted the string's page in by now; then
@@ -1074,7 +1136,7 @@ static __always_inline void call_return_fd(__u64 cookie, long ret, int btf)
 				  (pe->e.flags & DC_F_AUX ? (long)pe->e.aux : -1) : ret;
 			if ((cookie & DC_COOKIE_OPENS) && fd >= 0)
 				fd_inode(fd, &pe->e.ino, &pe->e.dev, btf);
-			ring_submit(pe, bytes, 1);
+			ring_submit_at(pe, bytes, 1, sent);
 		}
 	} else {
 		struct dc_event *e = ring_reserve(sizeof(*e));
@@ -1082,7 +1144,7 @@ static __always_inline void call_return_fd(__u64 cookie, long ret, int btf)
 			count_stat(DC_STAT_LOST);
 		} else {
 			fill_call(e, f, tgid, tid, d, parent, now, ret);
-			ring_submit(e, sizeof(*e), 1);
+			ring_submit_at(e, sizeof(*e), 1, sent);
 		}
 	}
 	st->depth = d;
@@ -1104,7 +1166,7 @@ static __always_inline void call_retsite(__u64 cookie, __u64 sp, long ret)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	__u64 own = cookie & ~DC_COOKIE_RETSITE;
-	struct dc_stack *st = bpf_map_lookup_elem(&stacks, &tid);
+	struct dc_stack *st = stack_of(tid);
 	if (!st || st->depth == 0) {
 		if (bpf_map_lookup_elem(&traced, &tgid))
 			count_stat(DC_STAT_UNPAIRED);
@@ -1135,7 +1197,7 @@ static __always_inline void call_retsite(__u64 cookie, __u64 sp, long ret)
 static __always_inline void call_caught(__u64 sp)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct dc_stack *st = bpf_map_lookup_elem(&stacks, &tid);
+	struct dc_stack *st = stack_of(tid);
 	if (st) {
 		deep_over(st, sp);
 		dc_unwind(st, sp, DC_UW_CATCH, 0);
@@ -1194,7 +1256,7 @@ static __always_inline int current_place(__u32 tgid, __u32 tid, __u64 *id, __u64
 	*id = __sync_fetch_and_add(&p->next_id, 1);
 	*parent = 0;
 	*level = 1;
-	struct dc_stack *st = bpf_map_lookup_elem(&stacks, &tid);
+	struct dc_stack *st = stack_of(tid);
 	if (st && st->depth > 0) {
 		__u32 d = st->depth - 1;
 		if (d < DC_MAX_DEPTH) {

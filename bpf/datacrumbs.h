@@ -187,7 +187,9 @@ struct dc_event {
 	unsigned long long ts;    /* call entry (or record time), CLOCK_MONOTONIC ns */
 	unsigned long long dur;   /* call duration, ns */
 	unsigned long long id;    /* call id, unique per tgid, counts from 1; a later process
-				     with the same pid goes on counting (pid reuse) */
+				     with the same pid goes on counting (pid reuse). A thread
+				     takes its ids DC_ID_BLOCK at a time: in one thread they
+				     grow with each call, across threads they interleave */
 	unsigned long long parent;/* id of the enclosing probed call on this thread, 0: none */
 	unsigned int level;       /* nesting depth, 1 = outermost probed call on the thread */
 	unsigned int path_len;    /* bytes of path that follow, 0: none */
@@ -358,6 +360,17 @@ struct dc_proc {
  * and by the loader, core/attach.c dc_bpf_trace_pid; never cleared), so a 0 says "not
  * traced" with one array load, no hash lookup; a 1 says "maybe" (then `traced` decides). */
 #define DC_TRACED_SLOTS 16384
+
+/* The `stacks` table (bpf/common.bpf.h): thread tid's call stack is in one of the
+ * DC_STACK_PROBES slots from tid % DC_STACK_SLOTS on, the first free one its first probed
+ * call found (open addressing, linear probing); its exit frees it. A thread that finds
+ * all of them taken by other live threads is not traced (DC_STAT_LOST per call). */
+#define DC_STACK_SLOTS  16384
+#define DC_STACK_PROBES 8
+
+/* Call ids a thread takes from its process's counter (struct dc_proc next_id) at once,
+ * so that its calls do not look the process up in `traced` each (a hash lookup). */
+#define DC_ID_BLOCK 64
 
 /* Counters in the `stats` per-CPU array (user side sums them over CPUs). */
 enum dc_stat {

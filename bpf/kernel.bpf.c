@@ -169,7 +169,7 @@ int BPF_PROG(dc_blk_complete, struct request *rq, blk_status_t error, unsigned i
 	 * (a synchronous request: O_DIRECT, fsync); readahead and writeback complete later */
 	__u64 parent = 0;
 	__u32 level = 1, tid = b->tid;
-	struct dc_stack *st = bpf_map_lookup_elem(&stacks, &tid);
+	struct dc_stack *st = stack_of(tid);
 	if (st && b->parent) {
 		for (int i = 0; i < DC_MAX_DEPTH; i++) {
 			if (i < st->depth && st->f[i].id == b->parent) {

@@ -213,9 +213,21 @@ const volatile __u32 untrace_secureexec = 0;
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(dc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid);
-	if (!bpf_map_lookup_elem(&traced, &tgid))
+	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(p);
+	__u64 sp = regs ? BPF_CORE_READ(regs, sp) : 0;
+	/* a thread with a stack counts as traced (call_enter_fd): a thread other than the
+	 * leader that execs takes the leader's tid (old_pid was its own), so its old slot
+	 * goes; in a process untraced before it execs (core/step.c: a task root could not
+	 * hand over), its stack goes too, and nothing of the new program is traced. Their
+	 * open calls (the execve) are sent unfinished. */
+	if (maybe_traced(tgid) && (__u32)old_pid != tid)
+		flush_stack(tgid, (__u32)old_pid, sp);
+	if (!bpf_map_lookup_elem(&traced, &tgid)) {
+		if (maybe_traced(tgid))
+			flush_stack(tgid, tid, sp);
 		return 0;
+	}
 	/* bprm->secureexec: this exec changes ids or raises capabilities (setuid, setgid,
 	 * file capabilities, an LSM transition), the kernel's AT_SECURE (fs/exec.c,
 	 * security/commoncap.c cap_bprm_creds_from_file). ptrace does not let such an exec
@@ -225,8 +237,11 @@ int BPF_PROG(dc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	 * a relative path, a symlink) */
 	send_proc(DC_EV_EXEC, tgid, BPF_CORE_READ(p, pid), secure,
 		  (const char *)BPF_CORE_READ(bprm, file, f_path.dentry, d_name.name));
-	if (secure)
+	if (secure) {
+		/* the exec'ing thread's stack goes too (its execve shows unfinished) */
+		flush_stack(tgid, tid, sp);
 		untrace(tgid);
+	}
 	return 0;
 }
 
@@ -235,12 +250,16 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(dc_exit, struct task_struct *task)
 {
 	__u32 tgid = BPF_CORE_READ(task, tgid), tid = BPF_CORE_READ(task, pid);
+	/* the user rsp the thread exits at (exit_group(2), or where a signal killed it):
+	 * frames below it were left before, by an exception or a longjmp. Every thread
+	 * with a stack gives it back, traced or not: its process may have been untraced
+	 * (its leader exited first), and a stack's owner counts as traced */
+	if (maybe_traced(tgid) && stack_of(tid)) {
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+		flush_stack(tgid, tid, regs ? BPF_CORE_READ(regs, sp) : 0);
+	}
 	if (!bpf_map_lookup_elem(&traced, &tgid))
 		return 0;
-	/* the user rsp the thread exits at (exit_group(2), or where a signal killed it):
-	 * frames below it were left before, by an exception or a longjmp */
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	flush_stack(tgid, tid, regs ? BPF_CORE_READ(regs, sp) : 0);
 	/* signal->live reached 0: this was the last thread of the process */
 	if (BPF_CORE_READ(task, signal, live.counter) != 0)
 		return 0;

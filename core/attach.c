@@ -816,7 +816,7 @@ static int is_aio(const struct dc_probe *p)
  * thread. Returns 0 or a negative errno. */
 static int share_maps(struct dc_bpf *b, struct bpf_object *obj)
 {
-	static const char *const shared[] = { "traced", "traced_hint", "stacks", "zero_stack", "rings",
+	static const char *const shared[] = { "traced", "traced_hint", "stacks", "rings",
 					      "scratch", "stats", "aggs", "pinfo", "handles" };
 	for (size_t i = 0; i < sizeof(shared) / sizeof(shared[0]); i++) {
 		struct bpf_map *mine = bpf_object__find_map_by_name(obj, shared[i]);

@@ -1,7 +1,8 @@
 """test_shards.py: the sharded ring buffers and their merge (core/shards.c): two threads
 of tests/progs/prog_migrate.c hop between CPUs at every write(2), so each thread's records
 land in different ring buffers; each thread's writes must come out whole and in the order
-it made them (count 1, 2, 3, ...), with the end record's shards and lost_by_shard, for one
+it made them (count 1, 2, 3, ...), its call ids growing in blocks of 64, with the end
+record's shards and lost_by_shard, for one
 ring buffer read by the main thread, two read by one drain thread, and two by two."""
 import os
 import sys
@@ -45,6 +46,17 @@ for shards, threads in ((1, 0), (2, 1), (2, 2)):
         counts = [e["args"]["count"] for e in writes if e["tid"] == tid]
         equal(counts, [1 + i % 4000 for i in range(N)],
               "%s: thread %d's writes, whole and in its order" % (name, tid))
+        # call ids (bpf/datacrumbs.h DC_ID_BLOCK): a thread takes 64 of its process's
+        # ids at once, so its ids grow
+        ids = [e["id"] for e in writes if e["tid"] == tid]
+        check(all(a < b for a, b in zip(ids, ids[1:])), "%s: thread %d's ids grow" % (name, tid))
+    allids = [e["id"] for e in writes]
+    equal(len(set(allids)), 2 * N + 1, "%s: every write's id unique in its process" % name)
+    owner = {}
+    for e in writes:  # each block of 64 ids, 1-64, 65-128, ..., is one thread's
+        owner.setdefault((e["id"] - 1) // 64, set()).add(e["tid"])
+    equal([b for b, t in owner.items() if len(t) > 1], [],
+          "%s: no block of 64 ids shared by two threads" % name)
     main = [e["args"]["count"] for e in writes if e["tid"] == e["pid"]]
     equal(main, [4096], "%s: the main thread's one write, after the threads'" % name)
     check(writes[-1]["tid"] == writes[-1]["pid"],
