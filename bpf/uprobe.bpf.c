@@ -221,11 +221,12 @@ int BPF_PROG(dc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	 * goes; in a process untraced before it execs (core/step.c: a task root could not
 	 * hand over), its stack goes too, and nothing of the new program is traced. Their
 	 * open calls (the execve) are sent unfinished. */
-	if (maybe_traced(tgid) && (__u32)old_pid != tid)
+	if (!maybe_traced(tgid)) /* no thread of it can hold a stack */
+		return 0;
+	if ((__u32)old_pid != tid)
 		flush_stack(tgid, (__u32)old_pid, sp);
 	if (!bpf_map_lookup_elem(&traced, &tgid)) {
-		if (maybe_traced(tgid))
-			flush_stack(tgid, tid, sp);
+		flush_stack(tgid, tid, sp);
 		return 0;
 	}
 	/* bprm->secureexec: this exec changes ids or raises capabilities (setuid, setgid,
@@ -254,10 +255,10 @@ int BPF_PROG(dc_exit, struct task_struct *task)
 	 * frames below it were left before, by an exception or a longjmp. Every thread
 	 * with a stack gives it back, traced or not: its process may have been untraced
 	 * (its leader exited first), and a stack's owner counts as traced */
-	if (maybe_traced(tgid) && stack_of(tid)) {
-		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-		flush_stack(tgid, tid, regs ? BPF_CORE_READ(regs, sp) : 0);
-	}
+	if (!maybe_traced(tgid)) /* no thread of it can hold a stack, nor it be traced */
+		return 0;
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	flush_stack(tgid, tid, regs ? BPF_CORE_READ(regs, sp) : 0);
 	if (!bpf_map_lookup_elem(&traced, &tgid))
 		return 0;
 	/* signal->live reached 0: this was the last thread of the process */
