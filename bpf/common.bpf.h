@@ -359,7 +359,12 @@ static __always_inline struct file *fd_file(long fd)
  * direct loads. */
 static __noinline __u32 fd_facts_btf(long fd, __u64 *ino, __u64 *dev)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
+	/* untrusted from the start (read-only cast of current): the verifier then checks no
+	 * walked field for trust, each of which was up to four searches of the kernel's BTF
+	 * by name (kernel/bpf/btf.c btf_nested_type_is_trusted; ~8 % of start-up's CPU). The
+	 * loads are the same faulting loads either way. */
+	struct task_struct *t = bpf_rdonly_cast(bpf_get_current_task_btf(),
+						bpf_core_type_id_kernel(struct task_struct));
 	struct fdtable *fdt = t->files->fdt;
 	struct file **fds = fdt->fd;
 	struct file *bf;
@@ -915,12 +920,13 @@ static __always_inline void fill_call(struct dc_event *e, struct dc_frame *f, __
  * open on its stack as unfinished records (a process killed inside write(2) still shows
  * that write), or as unwound when their entry rsp is below sp (an exception or longjmp
  * left them before the exit: bpf/datacrumbs.h "Return instructions"), then forget the
- * stack. */
-static __always_inline void flush_stack(__u32 tgid, __u32 tid, __u64 sp)
+ * stack. A global function: the verifier checks it once per program, not at each of its
+ * callers (dc_exec has three; inlined, they were most of its 20 ms to load). Returns 0. */
+__noinline int flush_stack(__u32 tgid, __u32 tid, __u64 sp)
 {
 	struct dc_stack *st = stack_of(tid);
 	if (!st)
-		return;
+		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	__u32 depth = st->depth < DC_MAX_DEPTH ? st->depth : DC_MAX_DEPTH;
 	for (__u32 d = 0; d < DC_MAX_DEPTH; d++) {
@@ -938,6 +944,7 @@ static __always_inline void flush_stack(__u32 tgid, __u32 tid, __u64 sp)
 		ring_submit(e, 0, 0);
 	}
 	stack_free(st, tid);
+	return 0;
 }
 
 /* A new call starts at user rsp sp where a call whose return the kernel hijacked (a

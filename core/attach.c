@@ -42,6 +42,8 @@ struct dc_bpf {
 	struct aio_bpf *aio;       /* loaded when an AIO function is asked for */
 	int sys_btf;               /* syscall.bpf.c's pair loaded: 1 dc_sys_enter/exit (an fd's
 				      file read through BTF, bpf_rdonly_cast), 0 the _c pair */
+	struct sys_prefetch *spre; /* syscall.bpf.c loading beside uprobe.bpf.c (sys_prefetch) */
+	int share_fd[9];           /* the shared maps, as shared_maps names them (own_shared) */
 	struct dc_probe *probes;
 	struct bpf_link **links;   /* fallback: 2 per probe (entry, return) */
 	unsigned nprobes, cap, nattached;
@@ -107,6 +109,67 @@ static void close_rings(struct dc_bpf *b)
 			close(b->ring_fds[i]);
 }
 
+/* The maps every BPF object shares (bpf/common.bpf.h): one ring buffer set, one traced
+ * set, one call stack per thread. dc_bpf_open makes them (own_shared) and keeps their fds
+ * in b->share_fd, in this order. */
+static const char *const shared_maps[] = { "traced", "traced_hint", "stacks", "rings",
+					   "scratch", "stats", "aggs", "pinfo", "handles" };
+#define DC_NSHARED (sizeof(shared_maps) / sizeof(shared_maps[0]))
+#define DC_SHARE_RINGS 3 /* shared_maps[3]: the outer map, made by dc_bpf_open itself */
+
+/* Points the shared maps of obj at b's (b->share_fd), before obj is loaded. Reads only
+ * b->share_fd: safe on a thread while uprobe.bpf.c loads. Returns 0 or a negative errno. */
+static int share_maps(struct dc_bpf *b, struct bpf_object *obj)
+{
+	for (size_t i = 0; i < DC_NSHARED; i++) {
+		struct bpf_map *mine = bpf_object__find_map_by_name(obj, shared_maps[i]);
+		int e = mine && b->share_fd[i] >= 0 ? bpf_map__reuse_fd(mine, b->share_fd[i])
+						    : -ENOENT;
+		if (e)
+			return e;
+	}
+	return 0;
+}
+
+/* Makes uprobe.bpf.c's shared maps (all but `rings`, made before) from their definitions
+ * in the opened skeleton, and points the skeleton at them: made here, not by its load,
+ * they exist before it loads, so syscall.bpf.c can load beside it (sys_prefetch). No
+ * BTF is given: the verifier needs a map's BTF only for special fields (spin locks,
+ * timers, kptrs; kernel/bpf/syscall.c map_check_btf), which these have none of.
+ * Returns 0 or a negative errno. */
+static int own_shared(struct dc_bpf *b)
+{
+	for (size_t i = 0; i < DC_NSHARED; i++) {
+		if (i == DC_SHARE_RINGS)
+			continue;
+		struct bpf_map *m = bpf_object__find_map_by_name(b->skel->obj, shared_maps[i]);
+		if (!m)
+			return -ENOENT;
+		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = bpf_map__map_flags(m),
+			    .map_extra = bpf_map__map_extra(m));
+		b->share_fd[i] = bpf_map_create(bpf_map__type(m), shared_maps[i],
+						bpf_map__key_size(m), bpf_map__value_size(m),
+						bpf_map__max_entries(m), &o);
+		if (b->share_fd[i] < 0)
+			return -errno;
+		int e = bpf_map__reuse_fd(m, b->share_fd[i]);
+		if (e)
+			return e;
+	}
+	return 0;
+}
+
+static void close_shared(struct dc_bpf *b)
+{
+	for (size_t i = 0; i < DC_NSHARED; i++)
+		if (b->share_fd[i] >= 0)
+			close(b->share_fd[i]);
+}
+
+struct sys_prefetch;
+static void sys_prefetch_start(struct dc_bpf *b);
+static void sys_prefetch_drop(struct dc_bpf *b);
+
 /* The ring buffers put in the outer map `rings` (bpf/common.bpf.h): one batch, the
  * kernel's RCU wait once per batch (bpf_map_do_batch); element by element where batches
  * are refused. err: 0 or a negative errno. */
@@ -150,6 +213,8 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t prof
 		b->ncpus = 1;
 	for (int i = 0; i < DC_MAX_SHARDS; i++)
 		b->ring_fds[i] = -1;
+	for (size_t i = 0; i < DC_NSHARED; i++)
+		b->share_fd[i] = -1;
 	/* CPU groups of equal size covering every possible CPU, then as many ring buffers as
 	 * that takes, each a power of two of the total (at least 4 pages) */
 	if (!nshards)
@@ -221,7 +286,10 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t prof
 		outer = bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "rings", sizeof(__u32),
 				       sizeof(__u32), DC_MAX_SHARDS, &mo);
 		e = outer < 0 ? -errno : bpf_map__reuse_fd(b->skel->maps.rings, outer);
+		b->share_fd[DC_SHARE_RINGS] = outer;
 	}
+	if (!e)
+		e = own_shared(b);
 	struct rings_fill fill = { outer, b->ring_fds, b->nshards, 0 };
 	pthread_t filler;
 	int threaded = 0;
@@ -235,14 +303,16 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t prof
 			rings_fill_main(&fill);
 	}
 	if (!e)
+		sys_prefetch_start(b);
+	if (!e)
 		e = uprobe_bpf__load(b->skel);
 	if (threaded)
 		pthread_join(filler, NULL);
-	if (outer >= 0)
-		close(outer); /* the skeleton's map holds its own descriptor (reuse_fd dups) */
 	if (!e)
 		e = fill.err;
 	if (e) {
+		sys_prefetch_drop(b);
+		close_shared(b);
 		snprintf(err, errlen, "cannot load the BPF programs: %s%s", strerror(-e),
 			 e == -EPERM ? " (needs root, or CAP_BPF and CAP_PERFMON)" : "");
 		uprobe_bpf__destroy(b->skel);
@@ -253,6 +323,8 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t prof
 	e = uprobe_bpf__attach(b->skel); /* the tp_btf programs; uprobes are attached by hand */
 	if (e) {
 		snprintf(err, errlen, "cannot attach the sched tracepoints: %s", strerror(-e));
+		sys_prefetch_drop(b);
+		close_shared(b);
 		uprobe_bpf__destroy(b->skel);
 		close_rings(b);
 		free(b);
@@ -811,23 +883,6 @@ static int is_aio(const struct dc_probe *p)
 	return p->mech == DC_MECH_TRACEPOINT && p->offset >= DC_AIO_PROBE_BASE;
 }
 
-/* Points the maps every BPF object shares (bpf/common.bpf.h) of obj at uprobe.bpf.c's
- * instances, before obj is loaded: one ring buffer, one traced set, one call stack per
- * thread. Returns 0 or a negative errno. */
-static int share_maps(struct dc_bpf *b, struct bpf_object *obj)
-{
-	static const char *const shared[] = { "traced", "traced_hint", "stacks", "rings",
-					      "scratch", "stats", "aggs", "pinfo", "handles" };
-	for (size_t i = 0; i < sizeof(shared) / sizeof(shared[0]); i++) {
-		struct bpf_map *mine = bpf_object__find_map_by_name(obj, shared[i]);
-		struct bpf_map *theirs = bpf_object__find_map_by_name(b->skel->obj, shared[i]);
-		int e = mine && theirs ? bpf_map__reuse_fd(mine, bpf_map__fd(theirs)) : -ENOENT;
-		if (e)
-			return e;
-	}
-	return 0;
-}
-
 /* The kernel functions bpf/vfs.bpf.c has programs for, in its enum order; a probe's offset
  * is its index here, its library "[fentry]" or "[kprobe]" (the mechanism chosen). */
 static const char *const vfs_funcs[DC_VFS_NR] = {
@@ -930,14 +985,19 @@ KOBJ_SKEL(syscall)
 KOBJ_SKEL(kernel)
 KOBJ_SKEL(vfs)
 
+/* Picks syscall.bpf.c's pair: btf 1 dc_sys_enter/exit, 0 the _c pair. */
+static void pick_sys_pair(struct syscall_bpf *s, int btf)
+{
+	bpf_program__set_autoload(s->progs.dc_sys_enter, btf);
+	bpf_program__set_autoload(s->progs.dc_sys_exit, btf);
+	bpf_program__set_autoload(s->progs.dc_sys_enter_c, !btf);
+	bpf_program__set_autoload(s->progs.dc_sys_exit_c, !btf);
+}
+
 /* Picks syscall.bpf.c's pair that b->sys_btf says. */
 static void choose_syscall(struct dc_bpf *b, void *skel)
 {
-	struct syscall_bpf *s = skel;
-	bpf_program__set_autoload(s->progs.dc_sys_enter, b->sys_btf);
-	bpf_program__set_autoload(s->progs.dc_sys_exit, b->sys_btf);
-	bpf_program__set_autoload(s->progs.dc_sys_enter_c, !b->sys_btf);
-	bpf_program__set_autoload(s->progs.dc_sys_exit_c, !b->sys_btf);
+	pick_sys_pair(skel, b->sys_btf);
 }
 
 static const struct kobj kobj_syscall = {
@@ -1005,8 +1065,12 @@ static int load_vfs(struct dc_bpf *b, char *err, size_t errlen)
  * bpf_rdonly_cast (Linux 6.2), else, or when that pair does not load, or when the
  * environment has DATACRUMBS_NO_RDONLY_CAST (to test it), the pair of probe reads (the
  * same records, ~5 helper calls more per fd call). Returns 0, or -1 with err. */
+static int take_sys_prefetch(struct dc_bpf *b);
+
 static int load_syscalls(struct dc_bpf *b, char *err, size_t errlen)
 {
+	if (!take_sys_prefetch(b))
+		return 0;
 	b->sys_btf = dc_kfunc_in_btf("bpf_rdonly_cast") && !getenv("DATACRUMBS_NO_RDONLY_CAST");
 	b->sys = load_kobj(b, &kobj_syscall, err, errlen);
 	if (!b->sys && b->sys_btf) {
@@ -1014,6 +1078,92 @@ static int load_syscalls(struct dc_bpf *b, char *err, size_t errlen)
 		b->sys = load_kobj(b, &kobj_syscall, err, errlen);
 	}
 	return b->sys ? 0 : -1;
+}
+
+/* syscall.bpf.c loaded ahead, on a thread, while dc_bpf_open loads uprobe.bpf.c: the two
+ * verifications (uprobe.bpf.c ~85 ms, syscall.bpf.c ~35 ms here, perf trace) run on two
+ * CPUs. Nearly every script traces system calls (the POSIX layer is on the syscall
+ * tracepoints); one that does not drops the object unattached at dc_bpf_attach. Nothing
+ * is attached by the thread. The thread touches only its own skeleton and b->share_fd;
+ * the skeleton is opened, its pair chosen and its rodata copied on the calling thread,
+ * before uprobe.bpf.c's load remaps that object's rodata. */
+struct sys_prefetch {
+	pthread_t thread;
+	struct syscall_bpf *skel;
+	struct dc_bpf *b;
+	int btf; /* the pair it loads: as b->sys_btf */
+	int e;   /* 0, or the load's negative errno */
+};
+
+static void *sys_prefetch_main(void *arg)
+{
+	struct sys_prefetch *p = arg;
+	p->e = share_maps(p->b, p->skel->obj);
+	if (!p->e)
+		p->e = syscall_bpf__load(p->skel);
+	return NULL;
+}
+
+static void sys_prefetch_start(struct dc_bpf *b)
+{
+	struct sys_prefetch *p = calloc(1, sizeof(*p));
+	if (!p)
+		return;
+	p->b = b;
+	p->btf = dc_kfunc_in_btf("bpf_rdonly_cast") && !getenv("DATACRUMBS_NO_RDONLY_CAST");
+	p->skel = syscall_bpf__open();
+	if (!p->skel) {
+		free(p);
+		return;
+	}
+	struct bpf_program *prog;
+	bpf_object__for_each_program(prog, p->skel->obj)
+		bpf_program__set_autoload(prog, false);
+	pick_sys_pair(p->skel, p->btf);
+	syscall_common_(p->skel, b->skel);
+	sigset_t all, old;
+	sigfillset(&all); /* signals stay the main thread's */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int started = !pthread_create(&p->thread, NULL, sys_prefetch_main, p);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!started) {
+		syscall_bpf__destroy(p->skel);
+		free(p);
+		return;
+	}
+	b->spre = p;
+}
+
+/* Joins the prefetch; attaches what it loaded as b->sys. 0 when b->sys is so set, -1
+ * when there was none or it failed (load_syscalls then loads as without one). */
+static int take_sys_prefetch(struct dc_bpf *b)
+{
+	struct sys_prefetch *p = b->spre;
+	if (!p)
+		return -1;
+	b->spre = NULL;
+	pthread_join(p->thread, NULL);
+	int e = p->e ? p->e : syscall_bpf__attach(p->skel);
+	if (!e) {
+		b->sys = p->skel;
+		b->sys_btf = p->btf;
+	} else {
+		syscall_bpf__destroy(p->skel);
+	}
+	free(p);
+	return e ? -1 : 0;
+}
+
+/* Joins the prefetch and destroys what it loaded, unattached (nothing asked for it). */
+static void sys_prefetch_drop(struct dc_bpf *b)
+{
+	struct sys_prefetch *p = b->spre;
+	if (!p)
+		return;
+	b->spre = NULL;
+	pthread_join(p->thread, NULL);
+	syscall_bpf__destroy(p->skel);
+	free(p);
 }
 
 enum dc_pbytes dc_probe_bytes(const struct dc_probe *p, unsigned char *b1, unsigned char *b2)
@@ -1145,7 +1295,7 @@ static int aio_native_asked(const struct dc_bpf *b)
  * probes of b, on the shared maps, loaded, not attached. Run by load_aio, or ahead by a
  * thread while syscall.bpf.c loads (aio_prefetch): it reads b's probes and uprobe.bpf.c's
  * maps only. old_uring: io_uring_complete has the 7 arguments of Linux before 6.0
- * (uring_complete_args, asked before: the kernel's BTF is not shared between threads).
+ * (uring_complete_args, asked on the calling thread).
  * Out: a (NULL when the object cannot be opened, errno in e), uring, native, e (0 or a
  * negative errno of the load). */
 struct aio_load {
@@ -1553,7 +1703,8 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 			return -1;
 		}
 	}
-	/* aio.bpf.c loads on a thread while syscall.bpf.c loads here (aio_prefetch) */
+	/* aio.bpf.c loads on a thread (aio_prefetch) beside syscall.bpf.c here, or what is
+	 * left of its load ahead (sys_prefetch_start) */
 	struct aio_load pre = { .started = 0 };
 	if (!b->aio && !b->sys && count_new(b, is_aio) &&
 	    (count_new(b, is_syscall) || aio_native_asked(b)))
@@ -1605,6 +1756,7 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 			return -1;
 		ok += loaded ? naio : 0;
 	}
+	sys_prefetch_drop(b); /* loaded ahead for nothing: no syscall probe was asked */
 	dc_vmlinux_btf_release(); /* every object that looks at the kernel's BTF is loaded */
 	ok += b->session || b->multi ? attach_uprobe_runs(b) : attach_uprobe_pairs(b);
 	b->nattached = b->nprobes;
@@ -1828,7 +1980,9 @@ void dc_bpf_close(struct dc_bpf *b)
 	vfs_bpf__destroy(b->vfs);
 	kernel_bpf__destroy(b->kern);
 	syscall_bpf__destroy(b->sys);
+	sys_prefetch_drop(b);
 	uprobe_bpf__destroy(b->skel);
+	close_shared(b);
 	close_rings(b);
 	free(b->probes);
 	dc_index_free(&b->ix);

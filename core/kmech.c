@@ -20,21 +20,6 @@ const char *dc_kmech_name(enum dc_kmech m)
 	return m == DC_KMECH_FENTRY ? "fentry" : m == DC_KMECH_KPROBE ? "kprobe" : "none";
 }
 
-static struct btf *vmlinux_btf;
-
-const struct btf *dc_vmlinux_btf(void)
-{
-	if (!vmlinux_btf)
-		vmlinux_btf = btf__load_vmlinux_btf();
-	return vmlinux_btf;
-}
-
-void dc_vmlinux_btf_release(void)
-{
-	btf__free(vmlinux_btf);
-	vmlinux_btf = NULL;
-}
-
 int dc_kfunc_in_btf(const char *name)
 {
 	const struct btf *btf = dc_vmlinux_btf();

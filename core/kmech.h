@@ -19,18 +19,7 @@ enum dc_kmech dc_kmech_choose(int fentry_ok, int kprobe_ok, int in_btf, int in_k
 /* "fentry" / "kprobe" / "none". */
 const char *dc_kmech_name(enum dc_kmech m);
 
-struct btf;
-
-/* The kernel's BTF (/sys/kernel/btf/vmlinux, libbpf btf__load_vmlinux_btf), parsed on the
- * first call and kept: reading and parsing its ~5 MB costs tens of ms, and the features
- * check, the kfunc lookups and the AIO object's prototype check each asked for it. NULL
- * (errno set by libbpf) when it cannot be loaded; asked again on the next call then. The
- * caller does not free it: dc_vmlinux_btf_release does, once nothing needs it any more. */
-const struct btf *dc_vmlinux_btf(void);
-
-/* Frees what dc_vmlinux_btf kept (after the BPF objects are loaded); a later call of
- * dc_vmlinux_btf parses it again. */
-void dc_vmlinux_btf_release(void);
+#include "kbtf.h" /* dc_vmlinux_btf */
 
 /* 1 when /sys/kernel/btf/vmlinux has a FUNC named `name` (libbpf btf__find_by_name_kind,
  * on dc_vmlinux_btf), 0 when not or when BTF cannot be read. */
