@@ -43,6 +43,14 @@ struct dc_bpf {
 	int sys_btf;               /* syscall.bpf.c's pair loaded: 1 dc_sys_enter/exit (an fd's
 				      file read through BTF, bpf_rdonly_cast), 0 the _c pair */
 	struct sys_prefetch *spre; /* syscall.bpf.c loading beside uprobe.bpf.c (sys_prefetch) */
+	struct up_load *upl;       /* uprobe.bpf.c loading on a thread until up_ready */
+	char up_err[256];          /* why uprobe.bpf.c did not load ("": it did, or is loading) */
+	struct {                   /* the rodata every object shares (bpf/common.bpf.h),
+				      as dc_bpf_open set it: read by the other objects' loads
+				      while uprobe.bpf.c's load remaps its own */
+		__u64 wakeup_bytes, profile_ns, profile_t0;
+		__u32 shard_cpus;
+	} common;
 	int share_fd[9];           /* the shared maps, as shared_maps names them (own_shared) */
 	struct dc_probe *probes;
 	struct bpf_link **links;   /* fallback: 2 per probe (entry, return) */
@@ -194,6 +202,85 @@ static void *rings_fill_main(void *arg)
 	return NULL;
 }
 
+/* uprobe.bpf.c's load, on a thread from dc_bpf_open to up_ready: its verification (dc_session
+ * ~50 ms, dc_exec, dc_exit: ~70 ms here, more in profile mode) runs while the script's
+ * requests are resolved and the other objects load (syscall.bpf.c from dc_bpf_open on,
+ * aio.bpf.c from dc_bpf_attach on), on the other CPU. Beside it, rings_fill_main fills
+ * the outer map (its RCU wait overlaps the verifier too). The thread owns b->skel's
+ * programs, links and rodata until up_ready joins it; other threads meanwhile use only
+ * the shared maps, made before it starts (own_shared), and b->common. */
+struct up_load {
+	pthread_t thread, filler;
+	int filling;            /* the filler thread runs */
+	struct rings_fill fill;
+	struct dc_bpf *b;
+	int e;                  /* 0, or the load's negative errno */
+	int attach_e;           /* 0, or the sched tracepoints' attach's negative errno */
+};
+
+static void *up_load_main(void *arg)
+{
+	struct up_load *u = arg;
+	u->e = uprobe_bpf__load(u->b->skel);
+	if (!u->e) /* the tp_btf programs; uprobes are attached by hand */
+		u->attach_e = uprobe_bpf__attach(u->b->skel);
+	return NULL;
+}
+
+/* Starts the fill of `outer` and uprobe.bpf.c's load, each on a thread (on the calling
+ * one when a thread cannot start). 0, or a negative errno when neither could run. */
+static int up_load_start(struct dc_bpf *b, int outer)
+{
+	struct up_load *u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	u->b = b;
+	u->fill = (struct rings_fill){ outer, b->ring_fds, b->nshards, 0 };
+	sigset_t all, old;
+	sigfillset(&all); /* signals stay the main thread's */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	u->filling = !pthread_create(&u->filler, NULL, rings_fill_main, &u->fill);
+	if (!u->filling)
+		rings_fill_main(&u->fill);
+	sys_prefetch_start(b);
+	int threaded = !pthread_create(&u->thread, NULL, up_load_main, u);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	b->upl = u;
+	if (!threaded) {
+		up_load_main(u);
+		u->thread = pthread_self(); /* up_ready: nothing to join */
+	}
+	return 0;
+}
+
+/* Waits for uprobe.bpf.c's load (up_load_start): 0 when it loaded and its sched
+ * tracepoints are attached, else -1 with err (every later call says the same). Called
+ * first by every function that uses b->skel's programs, links, or maps other than the
+ * shared ones. */
+static int up_ready(struct dc_bpf *b, char *err, size_t errlen)
+{
+	struct up_load *u = b->upl;
+	if (u) {
+		b->upl = NULL;
+		if (!pthread_equal(u->thread, pthread_self()))
+			pthread_join(u->thread, NULL);
+		if (u->filling)
+			pthread_join(u->filler, NULL);
+		int e = u->e ? u->e : u->fill.err;
+		if (e)
+			snprintf(b->up_err, sizeof(b->up_err), "cannot load the BPF programs: %s%s",
+				 strerror(-e), e == -EPERM ? " (needs root, or CAP_BPF and "
+				 "CAP_PERFMON)" : "");
+		else if (u->attach_e)
+			snprintf(b->up_err, sizeof(b->up_err), "cannot attach the sched "
+				 "tracepoints: %s", strerror(-u->attach_e));
+		free(u);
+	}
+	if (b->up_err[0] && err && errlen)
+		snprintf(err, errlen, "%s", b->up_err);
+	return b->up_err[0] ? -1 : 0;
+}
+
 struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t profile_ns,
 			   uint64_t profile_t0, int untrace_secureexec, char *err, size_t errlen)
 {
@@ -267,6 +354,10 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t prof
 	b->skel->rodata->profile_ns = profile_ns;
 	b->skel->rodata->profile_t0 = profile_t0;
 	b->skel->rodata->untrace_secureexec = untrace_secureexec ? 1 : 0;
+	b->common.wakeup_bytes = b->skel->rodata->wakeup_bytes;
+	b->common.shard_cpus = b->skel->rodata->shard_cpus;
+	b->common.profile_ns = profile_ns;
+	b->common.profile_t0 = profile_t0;
 	/* the ring buffers first: the first is the outer map's inner-map template (its
 	 * size is part of the type the verifier checks, kernel/bpf/map_in_map.c) */
 	int e = 0;
@@ -290,40 +381,11 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t prof
 	}
 	if (!e)
 		e = own_shared(b);
-	struct rings_fill fill = { outer, b->ring_fds, b->nshards, 0 };
-	pthread_t filler;
-	int threaded = 0;
-	if (!e) {
-		sigset_t all, old;
-		sigfillset(&all); /* signals stay the main thread's */
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		threaded = !pthread_create(&filler, NULL, rings_fill_main, &fill);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		if (!threaded)
-			rings_fill_main(&fill);
-	}
 	if (!e)
-		sys_prefetch_start(b);
-	if (!e)
-		e = uprobe_bpf__load(b->skel);
-	if (threaded)
-		pthread_join(filler, NULL);
-	if (!e)
-		e = fill.err;
+		e = up_load_start(b, outer);
 	if (e) {
-		sys_prefetch_drop(b);
-		close_shared(b);
 		snprintf(err, errlen, "cannot load the BPF programs: %s%s", strerror(-e),
 			 e == -EPERM ? " (needs root, or CAP_BPF and CAP_PERFMON)" : "");
-		uprobe_bpf__destroy(b->skel);
-		close_rings(b);
-		free(b);
-		return NULL;
-	}
-	e = uprobe_bpf__attach(b->skel); /* the tp_btf programs; uprobes are attached by hand */
-	if (e) {
-		snprintf(err, errlen, "cannot attach the sched tracepoints: %s", strerror(-e));
-		sys_prefetch_drop(b);
 		close_shared(b);
 		uprobe_bpf__destroy(b->skel);
 		close_rings(b);
@@ -958,7 +1020,7 @@ struct kobj {
 	const char *load_what; /* "cannot load or attach the %s" */
 	void *(*open)(void);
 	struct bpf_object *(*object)(void *skel);
-	void (*common)(void *skel, const struct uprobe_bpf *up); /* wakeup, profile rodata */
+	void (*common)(void *skel, const struct dc_bpf *b); /* wakeup, profile rodata */
 	int (*load)(void *skel);
 	int (*attach)(void *skel);
 	void (*destroy)(void *skel);
@@ -968,13 +1030,13 @@ struct kobj {
 #define KOBJ_SKEL(name)                                                                    \
 	static void *name##_open_(void) { return name##_bpf__open(); }                      \
 	static struct bpf_object *name##_object_(void *s) { return ((struct name##_bpf *)s)->obj; } \
-	static void name##_common_(void *s, const struct uprobe_bpf *up)                     \
+	static void name##_common_(void *s, const struct dc_bpf *b)                         \
 	{                                                                                  \
 		struct name##_bpf *k = s;                                                  \
-		k->rodata->wakeup_bytes = up->rodata->wakeup_bytes;                        \
-		k->rodata->shard_cpus = up->rodata->shard_cpus;                            \
-		k->rodata->profile_ns = up->rodata->profile_ns;                            \
-		k->rodata->profile_t0 = up->rodata->profile_t0;                            \
+		k->rodata->wakeup_bytes = b->common.wakeup_bytes;                          \
+		k->rodata->shard_cpus = b->common.shard_cpus;                              \
+		k->rodata->profile_ns = b->common.profile_ns;                              \
+		k->rodata->profile_t0 = b->common.profile_t0;                              \
 	}                                                                                  \
 	static int name##_load_(void *s) { return name##_bpf__load(s); }                    \
 	static int name##_attach_(void *s) { return name##_bpf__attach(s); }                \
@@ -1030,7 +1092,7 @@ static void *load_kobj(struct dc_bpf *b, const struct kobj *o, char *err, size_t
 			bpf_program__set_autoload(prog, false);
 		o->choose(b, skel);
 	}
-	o->common(skel, b->skel);
+	o->common(skel, b);
 	int e = share_maps(b, obj);
 	if (!e)
 		e = o->load(skel);
@@ -1120,7 +1182,7 @@ static void sys_prefetch_start(struct dc_bpf *b)
 	bpf_object__for_each_program(prog, p->skel->obj)
 		bpf_program__set_autoload(prog, false);
 	pick_sys_pair(p->skel, p->btf);
-	syscall_common_(p->skel, b->skel);
+	syscall_common_(p->skel, b);
 	sigset_t all, old;
 	sigfillset(&all); /* signals stay the main thread's */
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -1344,10 +1406,10 @@ static void *aio_load_main(void *arg)
 	bpf_program__set_autoload(a->progs.dc_aio_exit, native);
 	bpf_program__set_autoattach(a->progs.dc_aio_enter, false); /* tail-called */
 	bpf_program__set_autoattach(a->progs.dc_aio_exit, false);
-	a->rodata->wakeup_bytes = l->b->skel->rodata->wakeup_bytes;
-	a->rodata->shard_cpus = l->b->skel->rodata->shard_cpus;
-	a->rodata->profile_ns = l->b->skel->rodata->profile_ns;
-	a->rodata->profile_t0 = l->b->skel->rodata->profile_t0;
+	a->rodata->wakeup_bytes = l->b->common.wakeup_bytes;
+	a->rodata->shard_cpus = l->b->common.shard_cpus;
+	a->rodata->profile_ns = l->b->common.profile_ns;
+	a->rodata->profile_t0 = l->b->common.profile_t0;
 	l->uring = uring;
 	l->native = native;
 	l->e = share_maps(l->b, a->obj);
@@ -1661,6 +1723,8 @@ void dc_bpf_profile_standby(struct dc_bpf *b)
 
 int dc_bpf_profile_start(struct dc_bpf *b)
 {
+	if (up_ready(b, NULL, 0))
+		return -1;
 	b->standby = 0;
 	for (unsigned i = 0; i < b->nattached; i++) {
 		struct dc_pinfo pi = pinfo_of(&b->probes[i]);
@@ -1709,6 +1773,13 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 	if (!b->aio && !b->sys && count_new(b, is_aio) &&
 	    (count_new(b, is_syscall) || aio_native_asked(b)))
 		aio_prefetch(b, &pre);
+	/* uprobe.bpf.c loaded, the ring buffers in `rings`, the sched tracepoints attached
+	 * before anything that records is: with -p the process runs meanwhile, and its
+	 * records, forks and execs from the first attached probe on must all be seen */
+	if (up_ready(b, err, errlen)) {
+		aio_prefetch_join(&pre, 1);
+		return -1;
+	}
 	/* syscall probes: a cookie per syscall number in the syscall_cookie map */
 	for (unsigned i = b->nattached; i < b->nprobes; i++) {
 		if (b->probes[i].mech != DC_MECH_SYSCALL)
@@ -1769,6 +1840,8 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 
 int dc_bpf_watch_loader(struct dc_bpf *b, const char *ldso, char *err, size_t errlen)
 {
+	if (up_ready(b, err, errlen))
+		return -1;
 	if (b->ndl == sizeof(b->dl_links) / sizeof(b->dl_links[0])) {
 		snprintf(err, errlen, "%s: too many dynamic loaders watched", ldso);
 		return -1;
@@ -1813,6 +1886,8 @@ int dc_bpf_watch_loader(struct dc_bpf *b, const char *ldso, char *err, size_t er
 
 int dc_bpf_set_holdable(struct dc_bpf *b, int tid, int state)
 {
+	if (up_ready(b, NULL, 0))
+		return -1;
 	__u32 key = tid, v = state;
 	if (!state)
 		return bpf_map__delete_elem(b->skel->maps.holdable, &key, sizeof(key), 0);
@@ -1822,6 +1897,8 @@ int dc_bpf_set_holdable(struct dc_bpf *b, int tid, int state)
 
 int dc_bpf_holdable(const struct dc_bpf *b, int tid)
 {
+	if (up_ready((struct dc_bpf *)b, NULL, 0)) /* a join, once: b is not otherwise changed */
+		return 0;
 	__u32 key = tid, v = 0;
 	if (bpf_map__lookup_elem(b->skel->maps.holdable, &key, sizeof(key), &v, sizeof(v), 0))
 		return 0;
@@ -1886,6 +1963,8 @@ void dc_bpf_stats(const struct dc_bpf *b, uint64_t out[DC_STAT_NR])
 
 int dc_bpf_consumer_only(struct dc_bpf *b, int keep)
 {
+	if (up_ready(b, NULL, 0))
+		return -1;
 	int fds[DC_MAX_SHARDS + 4];
 	int nfds = 0;
 	fds[nfds++] = bpf_map__fd(b->skel->maps.stats);
@@ -1967,6 +2046,7 @@ void dc_bpf_close(struct dc_bpf *b)
 {
 	if (!b)
 		return;
+	up_ready(b, NULL, 0); /* its thread joined: nothing loads while it is destroyed */
 	for (unsigned i = 0; i < b->ndl; i++) {
 		bpf_link__destroy(b->dl_links[i]);
 		if (b->dl_fds[i] >= 0)

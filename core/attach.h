@@ -43,7 +43,11 @@ struct dc_bpf;
  * untrace_secureexec=1 (a run without root) stops tracing a process at an exec that
  * gains privileges (setuid, setgid, file capabilities), as ptrace would not let it gain
  * them; the exec record says so (bpf/datacrumbs.h DC_EV_EXEC).
- * Returns NULL with a one-line reason in err (no BTF, missing privileges, verifier). */
+ * The maps are made here; the programs load on threads (core/attach.c up_load_start,
+ * sys_prefetch_start) until dc_bpf_attach, dc_bpf_watch_loader or another call that needs
+ * them waits for the load: a verifier's refusal is that call's error (the same one-line
+ * "cannot load the BPF programs: ..."), and dc_bpf_close may always be called.
+ * Returns NULL with a one-line reason in err (no BTF, missing privileges, the maps). */
 struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t profile_ns,
 			   uint64_t profile_t0,
 			   int untrace_secureexec, char *err, size_t errlen);
@@ -94,7 +98,8 @@ int dc_bpf_kfunc(const char *name);
  * of 64 offsets. Functions whose first instruction is EVEX-encoded (AVX-512) are never
  * probed (one warning): the kernel accepts those uprobes but its out-of-line step lost
  * the instruction's result here (core/attach.c evex_first). Returns the number of
- * functions attached, or -1 with err when none could be. */
+ * functions attached, or -1 with err when none could be or the BPF programs did not load
+ * (dc_bpf_open). */
 int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen);
 
 /* Profile mode on stand-by (--auto-profile): for a dc_bpf opened with profile_ns > 0, the
