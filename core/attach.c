@@ -178,6 +178,25 @@ struct sys_prefetch;
 static void sys_prefetch_start(struct dc_bpf *b);
 static void sys_prefetch_drop(struct dc_bpf *b);
 
+/* pthread_create with every signal blocked in the new thread (signals stay the main
+ * thread's). 1 when it started, else 0. */
+static int spawn(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int started = !pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return started;
+}
+
+/* 1 when syscall.bpf.c's BTF pair should load: the kernel has bpf_rdonly_cast (Linux
+ * 6.2) and DATACRUMBS_NO_RDONLY_CAST (to test the other pair) is unset. */
+static int sys_btf_wanted(void)
+{
+	return dc_kfunc_in_btf("bpf_rdonly_cast") && !getenv("DATACRUMBS_NO_RDONLY_CAST");
+}
+
 /* The ring buffers put in the outer map `rings` (bpf/common.bpf.h): one batch, the
  * kernel's RCU wait once per batch (bpf_map_do_batch); element by element where batches
  * are refused. err: 0 or a negative errno. */
@@ -236,15 +255,11 @@ static int up_load_start(struct dc_bpf *b, int outer)
 		return -ENOMEM;
 	u->b = b;
 	u->fill = (struct rings_fill){ outer, b->ring_fds, b->nshards, 0 };
-	sigset_t all, old;
-	sigfillset(&all); /* signals stay the main thread's */
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	u->filling = !pthread_create(&u->filler, NULL, rings_fill_main, &u->fill);
+	u->filling = spawn(&u->filler, rings_fill_main, &u->fill);
 	if (!u->filling)
 		rings_fill_main(&u->fill);
 	sys_prefetch_start(b);
-	int threaded = !pthread_create(&u->thread, NULL, up_load_main, u);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int threaded = spawn(&u->thread, up_load_main, u);
 	b->upl = u;
 	if (!threaded) {
 		up_load_main(u);
@@ -1133,7 +1148,7 @@ static int load_syscalls(struct dc_bpf *b, char *err, size_t errlen)
 {
 	if (!take_sys_prefetch(b))
 		return 0;
-	b->sys_btf = dc_kfunc_in_btf("bpf_rdonly_cast") && !getenv("DATACRUMBS_NO_RDONLY_CAST");
+	b->sys_btf = sys_btf_wanted();
 	b->sys = load_kobj(b, &kobj_syscall, err, errlen);
 	if (!b->sys && b->sys_btf) {
 		b->sys_btf = 0;
@@ -1142,7 +1157,7 @@ static int load_syscalls(struct dc_bpf *b, char *err, size_t errlen)
 	return b->sys ? 0 : -1;
 }
 
-/* syscall.bpf.c loaded ahead, on a thread, while dc_bpf_open loads uprobe.bpf.c: the two
+/* syscall.bpf.c loaded ahead, on a thread, beside uprobe.bpf.c's load (up_load_start): the two
  * verifications (uprobe.bpf.c ~85 ms, syscall.bpf.c ~35 ms here, perf trace) run on two
  * CPUs. Nearly every script traces system calls (the POSIX layer is on the syscall
  * tracepoints); one that does not drops the object unattached at dc_bpf_attach. Nothing
@@ -1172,7 +1187,7 @@ static void sys_prefetch_start(struct dc_bpf *b)
 	if (!p)
 		return;
 	p->b = b;
-	p->btf = dc_kfunc_in_btf("bpf_rdonly_cast") && !getenv("DATACRUMBS_NO_RDONLY_CAST");
+	p->btf = sys_btf_wanted();
 	p->skel = syscall_bpf__open();
 	if (!p->skel) {
 		free(p);
@@ -1183,12 +1198,7 @@ static void sys_prefetch_start(struct dc_bpf *b)
 		bpf_program__set_autoload(prog, false);
 	pick_sys_pair(p->skel, p->btf);
 	syscall_common_(p->skel, b);
-	sigset_t all, old;
-	sigfillset(&all); /* signals stay the main thread's */
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int started = !pthread_create(&p->thread, NULL, sys_prefetch_main, p);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (!started) {
+	if (!spawn(&p->thread, sys_prefetch_main, p)) {
 		syscall_bpf__destroy(p->skel);
 		free(p);
 		return;
@@ -1425,11 +1435,7 @@ static void *aio_load_main(void *arg)
 static int aio_prefetch(struct dc_bpf *b, struct aio_load *l)
 {
 	*l = (struct aio_load){ .b = b, .with_uring = 1, .old_uring = uring_complete_args() == 7 };
-	sigset_t all, old;
-	sigfillset(&all); /* signals stay the main thread's */
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	l->started = !pthread_create(&l->thread, NULL, aio_load_main, l);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	l->started = spawn(&l->thread, aio_load_main, l);
 	return l->started;
 }
 
