@@ -361,7 +361,7 @@ static __noinline __u32 fd_facts_btf(long fd, __u64 *ino, __u64 *dev)
 {
 	/* untrusted from the start (read-only cast of current): the verifier then checks no
 	 * walked field for trust, each of which was up to four searches of the kernel's BTF
-	 * by name (kernel/bpf/btf.c btf_nested_type_is_trusted; ~8 % of start-up's CPU). The
+	 * by name (kernel/bpf/btf.c btf_nested_type_is_trusted; ~7 % of start-up's CPU). The
 	 * loads are the same faulting loads either way. */
 	struct task_struct *t = bpf_rdonly_cast(bpf_get_current_task_btf(),
 						bpf_core_type_id_kernel(struct task_struct));

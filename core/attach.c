@@ -34,6 +34,14 @@
 
 #define DC_MAX_PROBES 65536
 
+/* The maps every BPF object shares (bpf/common.bpf.h): one ring buffer set, one traced
+ * set, one call stack per thread. dc_bpf_open makes them (own_shared) and keeps their fds
+ * in b->share_fd, in this order. */
+static const char *const shared_maps[] = { "traced", "traced_hint", "stacks", "rings",
+					   "scratch", "stats", "aggs", "pinfo", "handles" };
+#define DC_NSHARED (sizeof(shared_maps) / sizeof(shared_maps[0]))
+#define DC_SHARE_RINGS 3 /* shared_maps[3]: the outer map, made by dc_bpf_open itself */
+
 struct dc_bpf {
 	struct uprobe_bpf *skel;
 	struct syscall_bpf *sys;   /* loaded when a syscall layer is asked for */
@@ -51,7 +59,7 @@ struct dc_bpf {
 		__u64 wakeup_bytes, profile_ns, profile_t0;
 		__u32 shard_cpus;
 	} common;
-	int share_fd[9];           /* the shared maps, as shared_maps names them (own_shared) */
+	int share_fd[DC_NSHARED];  /* the shared maps, as shared_maps names them (own_shared) */
 	struct dc_probe *probes;
 	struct bpf_link **links;   /* fallback: 2 per probe (entry, return) */
 	unsigned nprobes, cap, nattached;
@@ -116,14 +124,6 @@ static void close_rings(struct dc_bpf *b)
 		if (b->ring_fds[i] >= 0)
 			close(b->ring_fds[i]);
 }
-
-/* The maps every BPF object shares (bpf/common.bpf.h): one ring buffer set, one traced
- * set, one call stack per thread. dc_bpf_open makes them (own_shared) and keeps their fds
- * in b->share_fd, in this order. */
-static const char *const shared_maps[] = { "traced", "traced_hint", "stacks", "rings",
-					   "scratch", "stats", "aggs", "pinfo", "handles" };
-#define DC_NSHARED (sizeof(shared_maps) / sizeof(shared_maps[0]))
-#define DC_SHARE_RINGS 3 /* shared_maps[3]: the outer map, made by dc_bpf_open itself */
 
 /* Points the shared maps of obj at b's (b->share_fd), before obj is loaded. Reads only
  * b->share_fd: safe on a thread while uprobe.bpf.c loads. Returns 0 or a negative errno. */

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "kbtf.h" /* dc_vmlinux_btf, which these rest on */
+
 enum dc_kmech {
 	DC_KMECH_NONE = 0, /* the function cannot be probed here */
 	DC_KMECH_FENTRY,   /* fentry + fexit: cheapest; needs BTF of the function (5.5+) */
@@ -18,8 +20,6 @@ enum dc_kmech dc_kmech_choose(int fentry_ok, int kprobe_ok, int in_btf, int in_k
 
 /* "fentry" / "kprobe" / "none". */
 const char *dc_kmech_name(enum dc_kmech m);
-
-#include "kbtf.h" /* dc_vmlinux_btf */
 
 /* 1 when /sys/kernel/btf/vmlinux has a FUNC named `name` (libbpf btf__find_by_name_kind,
  * on dc_vmlinux_btf), 0 when not or when BTF cannot be read. */
