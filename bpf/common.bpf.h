@@ -357,8 +357,10 @@ static __always_inline struct file *fd_file(long fd)
  * kernel has the kfunc; _rd reads the slot and them with six bpf_probe_read_kernel calls. Subprograms
  * (noinline): clang 14 takes minutes over the programs that inline many copies of these
  * direct loads. */
-static __noinline __u32 fd_facts_btf(long fd, __u64 *ino, __u64 *dev)
+__noinline __u32 fd_facts_btf(long fd, __u64 *ino, __u64 *dev)
 {
+	if (!ino || !dev) /* a global function's pointers may be NULL to the verifier */
+		return 0;
 	/* untrusted from the start (read-only cast of current): the verifier then checks no
 	 * walked field for trust, each of which was up to four searches of the kernel's BTF
 	 * by name (kernel/bpf/btf.c btf_nested_type_is_trusted; ~7 % of start-up's CPU). The
@@ -395,8 +397,10 @@ static __noinline __u32 fd_facts_btf(long fd, __u64 *ino, __u64 *dev)
 	return magic == DC_PIPEFS_MAGIC ? DC_F_PIPE : magic == DC_SOCKFS_MAGIC ? DC_F_SOCKET : 0;
 }
 
-static __noinline __u32 fd_facts_rd(long fd, __u64 *ino, __u64 *dev)
+__noinline __u32 fd_facts_rd(long fd, __u64 *ino, __u64 *dev)
 {
+	if (!ino || !dev) /* a global function's pointers may be NULL to the verifier */
+		return 0;
 	struct file *f = fd_file(fd);
 	*ino = 0;
 	*dev = 0;
@@ -916,6 +920,32 @@ static __always_inline void fill_call(struct dc_event *e, struct dc_frame *f, __
 		e->args[i] = f->args[i];
 }
 
+/* Sends frame i (0: the outermost) of stack st, owned by thread `owner` (tgid << 32 |
+ * tid), as a record of a call that ended at now (CLOCK_MONOTONIC ns) without its return
+ * being seen: `how`'s low 32 bits are its DC_F_* flag (DC_F_UNWOUND, DC_F_UNFINISHED);
+ * DC_SEND_WAKE in it lets the record wake the consumer (submit_flags). A global function,
+ * so that the verifier checks it once per program, not in each of the DC_MAX_DEPTH
+ * rounds of its callers' loops: inlined, flush_stack alone was ~11,000 instructions and
+ * 12 ms to load in each of dc_exec and dc_exit. Returns 0, or -1 when the ring buffer
+ * was full (counted as lost). */
+#define DC_SEND_WAKE (1ULL << 32)
+__noinline int dc_send_frame(struct dc_stack *st, __u32 i, __u64 owner, __u64 now, __u64 how)
+{
+	if (!st)
+		return 0;
+	i &= DC_MAX_DEPTH - 1;
+	struct dc_event *e = ring_reserve(sizeof(*e));
+	if (!e) {
+		count_stat(DC_STAT_LOST);
+		return -1;
+	}
+	fill_call(e, &st->f[i], owner >> 32, (__u32)owner, i,
+		  i > 0 ? st->f[(i - 1) & (DC_MAX_DEPTH - 1)].id : 0, now, 0);
+	e->flags |= (__u32)how;
+	ring_submit(e, sizeof(*e), !!(how & DC_SEND_WAKE));
+	return 0;
+}
+
 /* The thread tid of tgid is exiting at user rsp sp (0: not known): send the calls still
  * open on its stack as unfinished records (a process killed inside write(2) still shows
  * that write), or as unwound when their entry rsp is below sp (an exception or longjmp
@@ -927,21 +957,14 @@ __noinline int flush_stack(__u32 tgid, __u32 tid, __u64 sp)
 	struct dc_stack *st = stack_of(tid);
 	if (!st)
 		return 0;
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now = bpf_ktime_get_ns(), owner = (__u64)tgid << 32 | tid;
 	__u32 depth = st->depth < DC_MAX_DEPTH ? st->depth : DC_MAX_DEPTH;
 	for (__u32 d = 0; d < DC_MAX_DEPTH; d++) {
 		if (d >= depth)
 			break;
 		struct dc_frame *f = &st->f[d];
-		struct dc_event *e = ring_reserve(sizeof(*e));
-		if (!e) {
-			count_stat(DC_STAT_LOST);
-			continue;
-		}
-		fill_call(e, f, tgid, tid, d, d > 0 ? st->f[(d - 1) & (DC_MAX_DEPTH - 1)].id : 0,
-			  now, 0);
-		e->flags |= f->sp && !f->moves && f->sp < sp ? DC_F_UNWOUND : DC_F_UNFINISHED;
-		ring_submit(e, 0, 0);
+		dc_send_frame(st, d, owner, now,
+			      f->sp && !f->moves && f->sp < sp ? DC_F_UNWOUND : DC_F_UNFINISHED);
 	}
 	stack_free(st, tid);
 	return 0;
@@ -974,7 +997,6 @@ __noinline int dc_unwind(struct dc_stack *st, __u64 sp, int mode, __u32 keep)
 	if (!st)
 		return 0;
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
-	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	int n = 0;
 	for (int i = 0; i < DC_MAX_DEPTH; i++) {
 		__u32 d = st->depth;
@@ -993,17 +1015,8 @@ __noinline int dc_unwind(struct dc_stack *st, __u64 sp, int mode, __u32 keep)
 		 * records (pinfo `record`: every probe while on stand-by, --auto-profile) */
 		__u32 uprobe_nr = DC_COOKIE_PROBE(f->cookie);
 		struct dc_pinfo *upi = profile_ns ? bpf_map_lookup_elem(&pinfo, &uprobe_nr) : NULL;
-		if (!profile_ns || !upi || upi->record) {
-			struct dc_event *e = ring_reserve(sizeof(*e));
-			if (e) {
-				fill_call(e, f, tgid, tid, d - 1,
-					  d > 1 ? st->f[(d - 2) & (DC_MAX_DEPTH - 1)].id : 0, now, 0);
-				e->flags |= DC_F_UNWOUND;
-				ring_submit(e, sizeof(*e), 1);
-			} else {
-				count_stat(DC_STAT_LOST);
-			}
-		}
+		if (!profile_ns || !upi || upi->record)
+			dc_send_frame(st, d - 1, pid_tgid, now, DC_F_UNWOUND | DC_SEND_WAKE);
 		st->depth = d - 1;
 		n++;
 	}
@@ -1158,10 +1171,12 @@ static __always_inline void call_return_fd(__u64 cookie, long ret, int btf)
 }
 
 /* call_return_fd with btf 0 (programs that run on every kernel). */
-static __always_inline void call_return(__u64 cookie, long ret)
+__noinline int dc_call_return(__u64 cookie, long ret)
 {
 	call_return_fd(cookie, ret, 0);
+	return 0;
 }
+#define call_return(c, r) dc_call_return(c, r)
 
 /* A return site (cookie bit DC_COOKIE_RETSITE) of a return-instruction probe was hit:
  * the `ret` of the call whose frame has the probe's cookie and entry rsp == sp is about

@@ -11,26 +11,58 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define PT_REGS_PARM6(x) ((x)->r9)
 #endif
 
-SEC("uprobe")
-int dc_entry(struct pt_regs *ctx)
+/* A return instruction of a probed function (cookie bit DC_COOKIE_RETSITE, not a catch
+ * point) was hit at user rsp sp, returning ret (rax): call_retsite. Returns 0. Global,
+ * as are the two below and dc_call_return: the verifier checks each once, not at every
+ * caller (dc_session inlined them all, call_return twice: 50-86 ms to load); and apart,
+ * so that no chain of calls holds all their stack frames (512 bytes in all). */
+__noinline int dc_uprobe_retsite(__u64 cookie, __u64 sp, long ret)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx);
+	call_retsite(cookie, sp, ret);
+	return 0;
+}
+
+/* An entry-only probe (DC_COOKIE_NORET, not a catch point) was hit with ctx's
+ * argument registers (x86-64 SysV: rdi, rsi, rdx, rcx, r8, r9): call_instant. Returns 0. */
+__noinline int dc_uprobe_instant(struct pt_regs *ctx, __u64 cookie)
+{
+	call_instant(cookie, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
+		     PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), PT_REGS_PARM6(ctx));
+	return 0;
+}
+
+/* A call to push (call_enter_at) at a uprobe, from ctx's registers. Returns 1 when the
+ * call's return must be seen, else 0. */
+__noinline int dc_uprobe_push(struct pt_regs *ctx, __u64 cookie)
+{
+	int pushed = call_enter_at(cookie, PT_REGS_SP(ctx), PT_REGS_PARM1(ctx),
+				   PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx),
+				   PT_REGS_PARM5(ctx), PT_REGS_PARM6(ctx));
+	/* return-instruction probes (bit 39): their return sites pop the frame */
+	return pushed && !(cookie & DC_COOKIE_INSN);
+}
+
+/* A probed function's entry at a uprobe whose attach cookie is `cookie`, from its
+ * registers ctx (the arguments as above; rsp): a catch point, an entry-only probe, a
+ * return instruction, or a call to push. Returns 1 when the call's return must be seen
+ * (call_enter_at), else 0. */
+static __always_inline int uprobe_enter(struct pt_regs *ctx, __u64 cookie)
+{
 	if ((cookie & DC_COOKIE_CATCH) == DC_COOKIE_CATCH) { /* a C++ handler caught */
 		call_caught(PT_REGS_SP(ctx));
 		return 0;
 	}
-	if (cookie & DC_COOKIE_NORET) { /* entry-only probe: no uretprobe is attached */
-		call_instant(cookie, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
-			     PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), PT_REGS_PARM6(ctx));
-		return 0;
-	}
-	if (cookie & DC_COOKIE_RETSITE) { /* a return instruction of a probed function */
-		call_retsite(cookie, PT_REGS_SP(ctx), PT_REGS_RC(ctx));
-		return 0;
-	}
-	call_enter_at(cookie, PT_REGS_SP(ctx), PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx),
-		      PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx),
-		      PT_REGS_PARM6(ctx));
+	if (cookie & DC_COOKIE_NORET) /* entry-only probe: no return is seen */
+		return dc_uprobe_instant(ctx, cookie);
+	if (cookie & DC_COOKIE_RETSITE) /* a return instruction of a probed function */
+		return dc_uprobe_retsite(cookie, PT_REGS_SP(ctx), PT_REGS_RC(ctx));
+	return dc_uprobe_push(ctx, cookie);
+}
+
+SEC("uprobe")
+int dc_entry(struct pt_regs *ctx)
+{
+	uprobe_enter(ctx, bpf_get_attach_cookie(ctx));
 	return 0;
 }
 
@@ -60,24 +92,7 @@ int dc_session(struct pt_regs *ctx)
 		call_return(cookie, PT_REGS_RC(ctx));
 		return 0;
 	}
-	if ((cookie & DC_COOKIE_CATCH) == DC_COOKIE_CATCH) { /* a C++ handler caught */
-		call_caught(PT_REGS_SP(ctx));
-		return 1;
-	}
-	if (cookie & DC_COOKIE_NORET) {
-		call_instant(cookie, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
-			     PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), PT_REGS_PARM6(ctx));
-		return 1;
-	}
-	if (cookie & DC_COOKIE_RETSITE) { /* a return instruction: seen without a hijack */
-		call_retsite(cookie, PT_REGS_SP(ctx), PT_REGS_RC(ctx));
-		return 1;
-	}
-	int pushed = call_enter_at(cookie, PT_REGS_SP(ctx), PT_REGS_PARM1(ctx),
-				   PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx),
-				   PT_REGS_PARM5(ctx), PT_REGS_PARM6(ctx));
-	/* return-instruction probes (bit 39): their return sites pop the frame */
-	return pushed && !(cookie & DC_COOKIE_INSN) ? 0 : 1;
+	return uprobe_enter(ctx, cookie) ? 0 : 1;
 }
 
 /* Sends a process record (fork, exec, exit, dlstate); path is the exec'd file name or

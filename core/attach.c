@@ -296,6 +296,42 @@ static int up_ready(struct dc_bpf *b, char *err, size_t errlen)
 	return b->up_err[0] ? -1 : 0;
 }
 
+/* Picks the user-space probes' programs before uprobe.bpf.c loads: the session uprobe
+ * where the kernel has them (dc_feature_uprobe_session's check, begun on a thread by
+ * dc_feature_uprobe_prefetch: taken as late as this, so that its links' waits pass while
+ * dc_bpf_open makes the maps), else the uprobe/uretprobe pair, as uprobe_multi links
+ * where the kernel has those. */
+static void choose_uprobe_progs(struct dc_bpf *b)
+{
+	char why[320];
+	b->session = dc_feature_uprobe_session(why, sizeof(why));
+	if (b->session) {
+		bpf_program__set_expected_attach_type(b->skel->progs.dc_session,
+						      DC_BPF_TRACE_UPROBE_SESSION);
+		bpf_program__set_autoload(b->skel->progs.dc_entry, false);
+		bpf_program__set_autoload(b->skel->progs.dc_return, false);
+	} else {
+		bpf_program__set_autoload(b->skel->progs.dc_session, false);
+		fprintf(stderr, "datacrumbs: warning: no session uprobes (%s): return probes are "
+			"uretprobes, which rewrite the return address of every call of a probed "
+			"function in EVERY process on the node, traced or not (longjmp, C++ "
+			"exceptions, Go can then crash there: SIGILL)\n", why);
+	}
+	b->multi = !b->session && dc_feature_uprobe_multi(NULL, 0);
+	if (b->multi) {
+		bpf_program__set_expected_attach_type(b->skel->progs.dc_entry,
+						      DC_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(b->skel->progs.dc_return,
+						      DC_BPF_TRACE_UPROBE_MULTI);
+	}
+	/* the loader watch (dc_bpf_watch_loader): a uprobe_multi link where the kernel has
+	 * them, which CAP_BPF + CAP_PERFMON may create (a perf-event uprobe may not) */
+	b->dl_multi = b->session || b->multi || dc_feature_uprobe_multi(NULL, 0);
+	if (b->dl_multi)
+		bpf_program__set_expected_attach_type(b->skel->progs.dc_dlstate,
+						      DC_BPF_TRACE_UPROBE_MULTI);
+}
+
 struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t profile_ns,
 			   uint64_t profile_t0, int untrace_secureexec, char *err, size_t errlen)
 {
@@ -305,6 +341,9 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t prof
 		return NULL;
 	}
 	libbpf_set_print(libbpf_print);
+	/* the kernel's BTF, parsed here while the session-uprobe check's links wait in the
+	 * kernel on their thread (dc_feature_uprobe_prefetch; the check reads it last) */
+	dc_vmlinux_btf();
 	struct dc_bpf *b = calloc(1, sizeof(*b));
 	if (!b) {
 		snprintf(err, errlen, "out of memory");
@@ -337,33 +376,6 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t prof
 		free(b);
 		return NULL;
 	}
-	char why[320];
-	b->session = dc_feature_uprobe_session(why, sizeof(why));
-	if (b->session) {
-		bpf_program__set_expected_attach_type(b->skel->progs.dc_session,
-						      DC_BPF_TRACE_UPROBE_SESSION);
-		bpf_program__set_autoload(b->skel->progs.dc_entry, false);
-		bpf_program__set_autoload(b->skel->progs.dc_return, false);
-	} else {
-		bpf_program__set_autoload(b->skel->progs.dc_session, false);
-		fprintf(stderr, "datacrumbs: warning: no session uprobes (%s): return probes are "
-			"uretprobes, which rewrite the return address of every call of a probed "
-			"function in EVERY process on the node, traced or not (longjmp, C++ "
-			"exceptions, Go can then crash there: SIGILL)\n", why);
-	}
-	b->multi = !b->session && dc_feature_uprobe_multi(NULL, 0);
-	if (b->multi) {
-		bpf_program__set_expected_attach_type(b->skel->progs.dc_entry,
-						      DC_BPF_TRACE_UPROBE_MULTI);
-		bpf_program__set_expected_attach_type(b->skel->progs.dc_return,
-						      DC_BPF_TRACE_UPROBE_MULTI);
-	}
-	/* the loader watch (dc_bpf_watch_loader): a uprobe_multi link where the kernel has
-	 * them, which CAP_BPF + CAP_PERFMON may create (a perf-event uprobe may not) */
-	b->dl_multi = b->session || b->multi || dc_feature_uprobe_multi(NULL, 0);
-	if (b->dl_multi)
-		bpf_program__set_expected_attach_type(b->skel->progs.dc_dlstate,
-						      DC_BPF_TRACE_UPROBE_MULTI);
 	b->skel->rodata->wakeup_bytes = b->shard_bytes / 8;
 	b->skel->rodata->shard_cpus = b->shard_cpus;
 	b->skel->rodata->profile_ns = profile_ns;
@@ -396,8 +408,10 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t prof
 	}
 	if (!e)
 		e = own_shared(b);
-	if (!e)
+	if (!e) {
+		choose_uprobe_progs(b);
 		e = up_load_start(b, outer);
+	}
 	if (e) {
 		snprintf(err, errlen, "cannot load the BPF programs: %s%s", strerror(-e),
 			 e == -EPERM ? " (needs root, or CAP_BPF and CAP_PERFMON)" : "");

@@ -110,13 +110,20 @@ int dc_link_uprobe_session(int prog_fd, const char *path, const __u64 *offsets,
  * when not NULL). The environment variable DATACRUMBS_NO_UPROBE_SESSION forces 0. */
 int dc_feature_uprobe_session(char *reason, size_t reasonlen);
 
+/* Starts dc_feature_uprobe_session's check on a thread, so that its links' waits in the
+ * kernel (tens of ms here) pass while the caller goes on (the script, the kernel's BTF,
+ * the objects); the first dc_feature_uprobe_session or dc_feature_uprobe_multi of this
+ * process joins it and takes its answer. Nothing when it already runs. */
+void dc_feature_uprobe_prefetch(void);
+
 /* Waits until the links, programs and map of the last dc_feature_uprobe_session or
  * dc_feature_uprobe_multi are closed and freed by the kernel. Those two answer as soon as
  * the probe has fired and leave that teardown to a thread: closing a uprobe link waits
  * for the kernel's RCU grace periods (uprobe_unregister_sync, tens of ms each here), which
  * was a third of `datacrumbs run`'s start-up. The links only ever fire for this process's
  * getpid, and the kernel closes them with the process at any exit. No-op when nothing is
- * pending, or in a child forked since (it has no such thread); dc_bpf_close calls it. */
+ * pending, or in a child forked since (it has no such thread); dc_bpf_close calls it.
+ * A dc_feature_uprobe_prefetch not yet joined is joined first. */
 void dc_feature_settle(void);
 
 /* Does this kernel attach uprobe_multi links? Tries the real thing: a program of that

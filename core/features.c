@@ -1,5 +1,6 @@
 /* features.c: owns `datacrumbs features` (try each BPF mechanism for real: load, map,
  * attach, fire, close; report what works and why not) and the uprobe_multi link helpers. */
+#define _GNU_SOURCE /* gettid */
 #include "dc_features.h"
 
 #include <errno.h>
@@ -146,6 +147,7 @@ struct ctx {
 	char libc_err[256];      /* why getpid_off is 0 */
 	struct btf *btf;         /* vmlinux BTF, NULL when it cannot be loaded */
 	char tracefs[64];        /* where tracefs is mounted, "" when nowhere */
+	pid_t tid;               /* the thread that fires getpid (load_count counts its calls) */
 };
 
 /* Loads "map[key] = cookie (or key + 1); return 0" as a program of type/eat; the program
@@ -574,12 +576,17 @@ int dc_link_uprobe_session(int prog_fd, const char *path, const __u64 *offsets,
 			  pid);
 }
 
-/* Loads "map[key] += 1; return ret" as a session uprobe program (fd, or -errno): run
- * twice per call when ret is 0 (entry and return), once when 1. */
+/* Loads "if this is thread c->tid: map[key] += 1; return ret" as a session uprobe program
+ * (fd, or -errno): run twice per call when ret is 0 (entry and return), once when 1. Only
+ * the checking thread's calls count: another thread of this process may call getpid
+ * meanwhile (the check runs beside the start-up: dc_feature_uprobe_prefetch). */
 static int load_count(const struct ctx *c, const char *name, __u32 key, int ret)
 {
-	struct bpf_insn in[16];
+	struct bpf_insn in[20];
 	int n = 0;
+	in[n++] = INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_current_pid_tgid);
+	in[n++] = INSN(BPF_ALU | BPF_MOV | BPF_X, BPF_REG_0, BPF_REG_0, 0, 0); /* the tid */
+	in[n++] = INSN(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_0, 0, 9, c->tid);  /* to the return */
 	in[n++] = INSN(BPF_ST | BPF_MEM | BPF_W, BPF_REG_10, 0, -4, key);
 	in[n++] = INSN(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD, 0, c->map_fd);
 	in[n++] = INSN(0, 0, 0, 0, 0);
@@ -610,16 +617,6 @@ static void check_uprobe_session(const struct ctx *c, struct dc_feature_result *
 		say(r, DC_FEAT_NO, "no uprobe target: %s", c->libc_err);
 		return;
 	}
-	const struct btf *kb = c->btf ? c->btf : dc_vmlinux_btf();
-	const char *kf = !kb ? "the kernel's BTF" :
-			 btf__find_by_name_kind(kb, "bpf_session_is_return", BTF_KIND_FUNC) < 0 ?
-			 "kfunc bpf_session_is_return" :
-			 btf__find_by_name_kind(kb, "bpf_session_cookie", BTF_KIND_FUNC) < 0 ?
-			 "kfunc bpf_session_cookie" : NULL;
-	if (kf) {
-		say(r, DC_FEAT_NO, "no %s (session uprobes need kernel >= 6.13)", kf);
-		return;
-	}
 	int p0 = keep(&f, load_count(c, "usess0", K_USESS0, 0));
 	int p1 = p0 < 0 ? p0 : keep(&f, load_count(c, "usess1", K_USESS1, 1));
 	if (p1 < 0) {
@@ -640,8 +637,18 @@ static void check_uprobe_session(const struct ctx *c, struct dc_feature_result *
 		goto out;
 	}
 	fire_getpid();
+	/* the kfuncs last: the kernel's BTF may still be parsing on another thread meanwhile
+	 * (quick_check does not wait for it) */
+	const struct btf *kb = c->btf ? c->btf : dc_vmlinux_btf();
+	const char *kf = !kb ? "the kernel's BTF" :
+			 btf__find_by_name_kind(kb, "bpf_session_is_return", BTF_KIND_FUNC) < 0 ?
+			 "kfunc bpf_session_is_return" :
+			 btf__find_by_name_kind(kb, "bpf_session_cookie", BTF_KIND_FUNC) < 0 ?
+			 "kfunc bpf_session_cookie" : NULL;
 	__u64 n0 = marked(c, K_USESS0), n1 = marked(c, K_USESS1);
-	if (n0 != 2 || n1 != 1)
+	if (kf)
+		say(r, DC_FEAT_NO, "no %s (session uprobes need kernel >= 6.13)", kf);
+	else if (n0 != 2 || n1 != 1)
 		say(r, DC_FEAT_NO, "attached, but one getpid ran the program asking for its "
 		    "return %llu times (want 2) and the one not asking %llu times (want 1)",
 		    (unsigned long long)n0, (unsigned long long)n1);
@@ -669,12 +676,22 @@ static void *settle_main(void *arg)
 	return NULL;
 }
 
-void dc_feature_settle(void)
+/* Joins the teardown thread of the last check, if this process has one. */
+static void settle_join(void)
 {
 	/* a child forked meanwhile (site mode's consumer) has no such thread to join */
 	if (settling && getpid() == settle_pid)
 		pthread_join(settler, NULL);
 	settling = 0;
+}
+
+static int take_prefetch(int *ok, char *reason, size_t reasonlen);
+
+void dc_feature_settle(void)
+{
+	int ok;
+	take_prefetch(&ok, NULL, 0); /* a run that ended before it took the answer */
+	settle_join();
 }
 
 /* Runs one check on libc's getpid in this process, unless env var `off` is set; the
@@ -687,10 +704,11 @@ static int quick_check(const char *off, void (*check)(const struct ctx *, struct
 	if (getenv(off)) {
 		say(&r, DC_FEAT_NO, "%s is set", off);
 	} else {
-		dc_feature_settle(); /* made[] and deferred are free again */
+		settle_join(); /* made[] and deferred are free again */
 		struct ctx c;
 		memset(&c, 0, sizeof(c));
-		c.btf = (struct btf *)dc_vmlinux_btf(); /* only read */
+		c.tid = gettid();
+		c.btf = NULL; /* the check asks for the kernel's BTF (dc_vmlinux_btf) when it needs it */
 		c.map_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "dc_feat", 4, 8, K_NR, NULL);
 		c.map_errno = c.map_fd < 0 ? errno : 0;
 		track(c.map_fd);
@@ -718,13 +736,62 @@ static int quick_check(const char *off, void (*check)(const struct ctx *, struct
 	return r.ok == DC_FEAT_YES;
 }
 
+/* dc_feature_uprobe_prefetch's thread and its answer, taken by the first
+ * dc_feature_uprobe_session (or _multi) of the process that started it. */
+static struct {
+	pthread_t thread;
+	pid_t pid;      /* the process that started it (a child forked since has no thread) */
+	int running;    /* started, not yet joined */
+	int ok;         /* its answer, and why */
+	char why[320];
+} pre;
+
+static void *prefetch_main(void *arg)
+{
+	(void)arg;
+	pre.ok = quick_check("DATACRUMBS_NO_UPROBE_SESSION", check_uprobe_session, pre.why,
+			     sizeof(pre.why));
+	return NULL;
+}
+
+void dc_feature_uprobe_prefetch(void)
+{
+	if (pre.running)
+		return;
+	sigset_t all, old; /* every signal blocked in the thread: they stay the caller's */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pre.pid = getpid();
+	pre.running = pthread_create(&pre.thread, NULL, prefetch_main, NULL) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Joins the prefetch thread, if this process has one: 1 when its answer is taken (*ok
+ * and reason set), else 0. Every check after it runs alone again (quick_check's statics). */
+static int take_prefetch(int *ok, char *reason, size_t reasonlen)
+{
+	if (!pre.running || getpid() != pre.pid)
+		return 0;
+	pthread_join(pre.thread, NULL);
+	pre.running = 0;
+	*ok = pre.ok;
+	if (reason && reasonlen)
+		snprintf(reason, reasonlen, "%s", pre.why);
+	return 1;
+}
+
 int dc_feature_uprobe_session(char *reason, size_t reasonlen)
 {
+	int ok;
+	if (take_prefetch(&ok, reason, reasonlen))
+		return ok;
 	return quick_check("DATACRUMBS_NO_UPROBE_SESSION", check_uprobe_session, reason, reasonlen);
 }
 
 int dc_feature_uprobe_multi(char *reason, size_t reasonlen)
 {
+	int ok;
+	take_prefetch(&ok, NULL, 0); /* the session check's: it must not run beside this one */
 	return quick_check("DATACRUMBS_NO_UPROBE_MULTI", check_uprobe_multi, reason, reasonlen);
 }
 
@@ -1117,6 +1184,7 @@ void dc_features_check(struct dc_features *f)
 	struct ctx c;
 	memset(&c, 0, sizeof(c));
 	c.map_fd = -1;
+	c.tid = gettid(); /* every check fires its probes from this thread */
 	check_btf(&c, &f->r[DC_FEAT_BTF]);
 	check_tracefs(&c, &f->r[DC_FEAT_TRACEFS]);
 	for (int i = 0; i < DC_FEAT_NR; i++)

@@ -1328,6 +1328,7 @@ static int teardown(struct session *s)
 		close(s->sigfd);
 	if (!s->site) /* site mode: root's to detach; our copy only has map fds */
 		dc_bpf_close(s->bpf); /* detach first: nothing stays attached past this point */
+	dc_feature_settle(); /* the session check's thread (dc_feature_uprobe_prefetch) */
 	dc_hold_free(s->hold);
 	dc_dlopen_free(s->dl);
 	close_trace(s);
@@ -1362,6 +1363,7 @@ int dc_session_run(const struct dc_opts *o)
 		fail("cannot create the event loop");
 		return DC_EXIT_FAIL;
 	}
+	dc_feature_uprobe_prefetch(); /* beside the script: dc_bpf_open takes its answer */
 	if (run_script(s) || check_access(s) || find_target(s) || choose_output(s) ||
 	    load_probes(s) || open_trace(s) || attach_probes(s))
 		return teardown(s);
