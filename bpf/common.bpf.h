@@ -357,6 +357,7 @@ static __always_inline struct file *fd_file(long fd)
  * kernel has the kfunc; _rd reads the slot and them with six bpf_probe_read_kernel calls. Subprograms
  * (noinline): clang 14 takes minutes over the programs that inline many copies of these
  * direct loads. */
+#ifdef DC_FD_BTF
 __noinline __u32 fd_facts_btf(long fd, __u64 *ino, __u64 *dev)
 {
 	if (!ino || !dev) /* a global function's pointers may be NULL to the verifier */
@@ -396,6 +397,12 @@ __noinline __u32 fd_facts_btf(long fd, __u64 *ino, __u64 *dev)
 	*dev = user_dev(sb->s_dev);
 	return magic == DC_PIPEFS_MAGIC ? DC_F_PIPE : magic == DC_SOCKFS_MAGIC ? DC_F_SOCKET : 0;
 }
+#else
+/* Objects that never read an fd through BTF (btf 0 at every call: all but syscall.bpf.c,
+ * which defines DC_FD_BTF) compile no fd_facts_btf: its relocations (kiocb, and
+ * bpf_core_type_id_kernel's) would cost libbpf a search of the kernel's BTF each. */
+#define fd_facts_btf fd_facts_rd
+#endif
 
 __noinline __u32 fd_facts_rd(long fd, __u64 *ino, __u64 *dev)
 {
@@ -976,6 +983,7 @@ __noinline int flush_stack(__u32 tgid, __u32 tid, __u64 sp)
  * uretprobe trampoline (the start of the process's uprobe XOL area: kernel/events/
  * uprobes.c uprobe_get_trampoline_vaddr; the kernel itself tells chained calls so, in
  * prepare_uretprobe). Returns 1 when it is over. */
+#ifdef DC_USER_STACKS
 static __always_inline int hijack_dead(__u64 sp)
 {
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
@@ -984,6 +992,15 @@ static __always_inline int hijack_dead(__u64 sp)
 		return 0;
 	return ra != tramp;
 }
+#else
+/* Only uprobe.bpf.c (which defines DC_USER_STACKS) pushes frames with a user rsp, so
+ * only its dc_unwind can ask (DC_UW_ENTRY with sp); the other objects compile none of
+ * it, and libbpf searches the kernel's BTF for none of its types (mm_struct, xol_area). */
+static __always_inline int hijack_dead(__u64 sp)
+{
+	return 0;
+}
+#endif
 
 /* Sends the frames on top of stack st (the current thread's) that a probe hit at user
  * rsp sp shows over (mode: enum above; DC_UW_POP: all down to `keep` frames), each as a

@@ -1,6 +1,7 @@
 /* syscall.bpf.c: the syscall layer: sys_enter/sys_exit raw tracepoints (tp_btf) turned into
  * calls on the same per-thread stack as the uprobes, so a syscall nests under its libc call;
  * and the door to Linux AIO's programs (bpf/aio.bpf.c), tail-called for its syscalls only. */
+#define DC_FD_BTF /* fd_facts_btf: the dc_sys_enter/dc_sys_exit pair reads fds through BTF */
 #include "common.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

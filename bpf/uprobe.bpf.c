@@ -1,6 +1,7 @@
 /* uprobe.bpf.c: the generic session uprobe (or, on kernels without, uprobe/uretprobe pair)
  * behind every user-space layer (POSIX, STDIO, MPI-IO, dc.uprobe) and the sched
  * tracepoints that tell which processes are traced. */
+#define DC_USER_STACKS /* frames with a user rsp: the hijack test of dc_unwind (common.bpf.h) */
 #include "common.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -203,6 +204,16 @@ static __always_inline void untrace(__u32 tgid)
 	bpf_map_delete_elem(&traced, &tgid);
 }
 
+/* The user rsp in a task's saved registers (bpf_task_pt_regs; NULL: 0). pt_regs is the
+ * ABI's layout (bpf/vmlinux.h): a plain read, no relocation. */
+static __always_inline __u64 user_sp(struct pt_regs *regs)
+{
+	__u64 sp = 0;
+	if (regs)
+		bpf_probe_read_kernel(&sp, sizeof(sp), &regs->sp);
+	return sp;
+}
+
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(dc_fork, struct task_struct *parent, struct task_struct *child)
 {
@@ -230,7 +241,7 @@ int BPF_PROG(dc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 {
 	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(p);
-	__u64 sp = regs ? BPF_CORE_READ(regs, sp) : 0;
+	__u64 sp = user_sp(regs);
 	/* a thread with a stack counts as traced (call_enter_fd): a thread other than the
 	 * leader that execs takes the leader's tid (old_pid was its own), so its old slot
 	 * goes; in a process untraced before it execs (core/step.c: a task root could not
@@ -273,7 +284,7 @@ int BPF_PROG(dc_exit, struct task_struct *task)
 	if (!maybe_traced(tgid)) /* no thread of it can hold a stack, nor it be traced */
 		return 0;
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	flush_stack(tgid, tid, regs ? BPF_CORE_READ(regs, sp) : 0);
+	flush_stack(tgid, tid, user_sp(regs));
 	if (!bpf_map_lookup_elem(&traced, &tgid))
 		return 0;
 	/* signal->live reached 0: this was the last thread of the process */

@@ -1,8 +1,9 @@
 /* vmlinux.h: the kernel types the BPF programs use, and only the fields they read: a
  * hand-kept subset of the kernel's BTF (bpftool btf dump file /sys/kernel/btf/vmlinux
- * format c, Linux 6.18, trimmed). Every struct has preserve_access_index, so libbpf
- * relocates each field access against the running kernel's BTF at load (CO-RE): the
- * offsets here need not match any kernel, only the field names and kinds do. The build
+ * format c, Linux 6.18, trimmed). Every kernel struct has preserve_access_index, so
+ * libbpf relocates each field access against the running kernel's BTF at load (CO-RE):
+ * the offsets here need not match any kernel, only the field names and kinds do (the
+ * user ABI's pt_regs and iovec, and AIO's, are laid out as the ABI says). The build
  * reads no kernel BTF. Add a field here when a program reads a new one. */
 #ifndef __VMLINUX_H__
 #define __VMLINUX_H__ /* also tells bpf_tracing.h to use the kernel's pt_regs names */
@@ -63,13 +64,21 @@ enum {
 	BPF_RB_AVAIL_DATA = 0,
 };
 
-#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
-
-/* x86-64 (arch/x86/include/asm/ptrace.h): registers at a probe, in kernel names */
+/* Two layouts of the user ABI, the same in every kernel, so no CO-RE relocation (each
+ * relocated type costs libbpf a pass over the kernel's ~127,000 BTF types per object):
+ * x86-64's registers at a probe, in kernel names (arch/x86/include/asm/ptrace.h, the
+ * layout of the uapi's user_regs_struct), and readv's iovec (include/uapi/linux/uio.h). */
 struct pt_regs {
 	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di;
 	unsigned long orig_ax, ip, cs, flags, sp, ss;
 };
+
+struct iovec {
+	void *iov_base;
+	size_t iov_len;
+};
+
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
 
 /* --- processes, files ------------------------------------------------------------------ */
 struct fdtable {
@@ -138,11 +147,6 @@ struct file {
 struct linux_binprm {
 	unsigned int secureexec : 1;
 	struct file *file;
-};
-
-struct iovec {
-	void *iov_base;
-	size_t iov_len;
 };
 
 struct iov_iter {
