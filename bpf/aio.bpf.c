@@ -191,7 +191,7 @@ int BPF_PROG(dc_uring_submit, struct io_kiocb *req)
 	case DC_IORING_OP_READV_FIXED:
 	case DC_IORING_OP_WRITEV_FIXED: /* addr: a user struct iovec array, len: its entries */
 		op.args[1] = BPF_CORE_READ(rw, kiocb.ki_pos);
-		op.args[2] = iov_sum((const struct iovec *)BPF_CORE_READ(rw, addr),
+		op.args[2] = dc_iov_sum(BPF_CORE_READ(rw, addr),
 				     BPF_CORE_READ(rw, len));
 		break;
 	case DC_IORING_OP_FSYNC:
@@ -271,7 +271,7 @@ static long submit_one(__u32 i, struct submit_ctx *c)
 	op.args[1] = cb.aio_offset;
 	op.args[2] = cb.aio_nbytes;
 	if (cmd == DC_IOCB_CMD_PREADV || cmd == DC_IOCB_CMD_PWRITEV) /* buf: iovecs, nbytes: entries */
-		op.args[2] = iov_sum((const struct iovec *)cb.aio_buf, cb.aio_nbytes);
+		op.args[2] = dc_iov_sum(cb.aio_buf, cb.aio_nbytes);
 	else if (cmd == DC_IOCB_CMD_FSYNC || cmd == DC_IOCB_CMD_FDSYNC)
 		op.args[1] = op.args[2] = 0; /* no range: the whole file */
 	fd_inode((long)(int)cb.aio_fildes, &op.args[3], &op.args[4], 0);

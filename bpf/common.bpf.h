@@ -319,7 +319,6 @@ __noinline __u64 dc_iov_sum(__u64 iov, __u64 cnt)
 	}
 	return sum;
 }
-#define iov_sum(iov, cnt) dc_iov_sum((__u64)(iov), (cnt))
 
 /* The kernel's dev_t (major << 20 | minor) in the user's encoding (new_encode_dev(),
  * include/linux/kdev_t.h), so it compares with stat(2)'s st_dev. */
@@ -863,7 +862,7 @@ static __always_inline int call_enter_fd(__u64 cookie, __u64 sp, int btf, __u64 
 	f->iov_bytes = 0;
 	__u32 iov = DC_COOKIE_IOV(cookie) - 1, cnt = DC_COOKIE_IOVCNT(cookie) - 1;
 	if (iov < DC_MAX_ARGS && cnt < DC_MAX_ARGS)
-		f->iov_bytes = iov_sum((const struct iovec *)f->args[iov], f->args[cnt]);
+		f->iov_bytes = dc_iov_sum(f->args[iov], f->args[cnt]);
 	if (cookie >> 32)
 		entry_reads(cookie, f);
 	else
@@ -1197,18 +1196,19 @@ static __always_inline void call_return_fd(__u64 cookie, long ret, int btf)
 	st->depth = d;
 }
 
-/* call_return_fd with btf 0 (programs that run on every kernel). */
+/* call_return_fd with btf 0 (programs that run on every kernel), as a global function:
+ * the verifier checks it once per program, not at each of its callers (a session uprobe's
+ * return and call_retsite). Returns 0. */
 __noinline int dc_call_return(__u64 cookie, long ret)
 {
 	call_return_fd(cookie, ret, 0);
 	return 0;
 }
-#define call_return(c, r) dc_call_return(c, r)
 
 /* A return site (cookie bit DC_COOKIE_RETSITE) of a return-instruction probe was hit:
  * the `ret` of the call whose frame has the probe's cookie and entry rsp == sp is about
  * to run, returning `ret` (rax). Frames above it shown dead by sp are sent as unwound
- * first; then the call returns as at a uretprobe (call_return). No frame of this probe
+ * first; then the call returns as at a uretprobe (dc_call_return). No frame of this probe
  * at this sp: an unpaired return (the entry was missed), the stack is left alone. */
 static __always_inline void call_retsite(__u64 cookie, __u64 sp, long ret)
 {
@@ -1238,7 +1238,7 @@ static __always_inline void call_retsite(__u64 cookie, __u64 sp, long ret)
 			return;
 		}
 	}
-	call_return(own, ret);
+	dc_call_return(own, ret);
 }
 
 /* A catch point (DC_COOKIE_CATCH) was hit at user rsp sp: send the calls the caught

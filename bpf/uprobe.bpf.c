@@ -70,7 +70,7 @@ int dc_entry(struct pt_regs *ctx)
 SEC("uretprobe")
 int dc_return(struct pt_regs *ctx)
 {
-	call_return(bpf_get_attach_cookie(ctx), PT_REGS_RC(ctx));
+	dc_call_return(bpf_get_attach_cookie(ctx), PT_REGS_RC(ctx));
 	return 0;
 }
 
@@ -90,7 +90,7 @@ int dc_session(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	if (bpf_session_is_return()) {
-		call_return(cookie, PT_REGS_RC(ctx));
+		dc_call_return(cookie, PT_REGS_RC(ctx));
 		return 0;
 	}
 	return uprobe_enter(ctx, cookie) ? 0 : 1;

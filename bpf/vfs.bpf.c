@@ -33,11 +33,11 @@ static __always_inline __u64 pos_of(loff_t *pos)
 	int BPF_PROG(dc_fe_##fn, __VA_ARGS__) { enter; return 0; }			\
 	SEC("fexit/" #fn)								\
 	int BPF_PROG(dc_fx_##fn, __VA_ARGS__, long ret)					\
-	{ call_return(vfs_cookie[idx], ret); return 0; }				\
+	{ dc_call_return(vfs_cookie[idx], ret); return 0; }				\
 	SEC("kprobe/" #fn)								\
 	int BPF_KPROBE(dc_kp_##fn, __VA_ARGS__) { enter; return 0; }			\
 	SEC("kretprobe/" #fn)								\
-	int BPF_KRETPROBE(dc_kr_##fn, long ret) { call_return(vfs_cookie[idx], ret); return 0; }
+	int BPF_KRETPROBE(dc_kr_##fn, long ret) { dc_call_return(vfs_cookie[idx], ret); return 0; }
 
 #define FILE_ENTER(idx, file, a2, a3, a4)						\
 	call_enter(vfs_cookie[idx], inode_ino(BPF_CORE_READ(file, f_inode)),		\

@@ -178,18 +178,6 @@ struct sys_prefetch;
 static void sys_prefetch_start(struct dc_bpf *b);
 static void sys_prefetch_drop(struct dc_bpf *b);
 
-/* pthread_create with every signal blocked in the new thread (signals stay the main
- * thread's). 1 when it started, else 0. */
-static int spawn(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int started = !pthread_create(t, NULL, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return started;
-}
-
 /* 1 when syscall.bpf.c's BTF pair should load: the kernel has bpf_rdonly_cast (Linux
  * 6.2) and DATACRUMBS_NO_RDONLY_CAST (to test the other pair) is unset. */
 static int sys_btf_wanted(void)
@@ -255,11 +243,11 @@ static int up_load_start(struct dc_bpf *b, int outer)
 		return -ENOMEM;
 	u->b = b;
 	u->fill = (struct rings_fill){ outer, b->ring_fds, b->nshards, 0 };
-	u->filling = spawn(&u->filler, rings_fill_main, &u->fill);
+	u->filling = !dc_thread_start(&u->filler, rings_fill_main, &u->fill);
 	if (!u->filling)
 		rings_fill_main(&u->fill);
 	sys_prefetch_start(b);
-	int threaded = spawn(&u->thread, up_load_main, u);
+	int threaded = !dc_thread_start(&u->thread, up_load_main, u);
 	b->upl = u;
 	if (!threaded) {
 		up_load_main(u);
@@ -1212,7 +1200,7 @@ static void sys_prefetch_start(struct dc_bpf *b)
 		bpf_program__set_autoload(prog, false);
 	pick_sys_pair(p->skel, p->btf);
 	syscall_common_(p->skel, b);
-	if (!spawn(&p->thread, sys_prefetch_main, p)) {
+	if (dc_thread_start(&p->thread, sys_prefetch_main, p)) {
 		syscall_bpf__destroy(p->skel);
 		free(p);
 		return;
@@ -1449,7 +1437,7 @@ static void *aio_load_main(void *arg)
 static int aio_prefetch(struct dc_bpf *b, struct aio_load *l)
 {
 	*l = (struct aio_load){ .b = b, .with_uring = 1, .old_uring = uring_complete_args() == 7 };
-	l->started = spawn(&l->thread, aio_load_main, l);
+	l->started = !dc_thread_start(&l->thread, aio_load_main, l);
 	return l->started;
 }
 

@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/magic.h>
@@ -721,13 +720,8 @@ static int quick_check(const char *off, void (*check)(const struct ctx *, struct
 			deferred.fd[deferred.n++] = c.map_fd;
 		else if (c.map_fd >= 0)
 			close(c.map_fd);
-		/* every signal blocked in the thread: they stay the main thread's (signalfd) */
-		sigset_t all, old;
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
 		settle_pid = getpid();
-		settling = pthread_create(&settler, NULL, settle_main, NULL) == 0;
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		settling = dc_thread_start(&settler, settle_main, NULL) == 0;
 		if (!settling)
 			settle_main(NULL);
 	}
@@ -758,12 +752,8 @@ void dc_feature_uprobe_prefetch(void)
 {
 	if (pre.running)
 		return;
-	sigset_t all, old; /* every signal blocked in the thread: they stay the caller's */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pre.pid = getpid();
-	pre.running = pthread_create(&pre.thread, NULL, prefetch_main, NULL) == 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pre.running = dc_thread_start(&pre.thread, prefetch_main, NULL) == 0;
 }
 
 /* Joins the prefetch thread, if this process has one: 1 when its answer is taken (*ok

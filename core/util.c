@@ -1,9 +1,10 @@
 /* util.c: the small tools every module shares (util.h): out-of-memory policy, hash table,
- * list walker, parsers, capability test. No module state, no knowledge of probes or traces. */
+ * list walker, parsers, capability test, helper threads' start. No module state, no knowledge of probes or traces. */
 #include "util.h"
 
 #include <errno.h>
 #include <linux/capability.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,4 +274,14 @@ uint64_t dc_hash_bytes(uint64_t h, const void *s, size_t n)
 		h *= 1099511628211ULL;
 	}
 	return h;
+}
+
+int dc_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int e = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return e;
 }

@@ -1,9 +1,11 @@
 /* util.h: the small tools every module shares: the out-of-memory policy, one open-addressing
- * hash table, the ':'-separated list walker, the size and duration parsers, the capability test. */
+ * hash table, the ':'-separated list walker, the size and duration parsers, the capability test,
+ * the helper threads' start. */
 #ifndef DC_UTIL_H
 #define DC_UTIL_H
 
 #include <linux/capability.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -111,5 +113,12 @@ unsigned long long dc_parse_duration(const char *s);
  * linux/capability.h) in its effective set, by capget(2).
  * Returns 1 or 0, or -1 with errno when capget fails. */
 int dc_cap_effective(int cap);
+
+/* --- helper threads -------------------------------------------------------------------- */
+
+/* pthread_create(3) of fn(arg) into *t with every signal blocked in the new thread (the
+ * mask is the caller's again on return): signals stay the main thread's, which reads them
+ * through its signalfd (core/session.c). Returns 0, or pthread_create's error number. */
+int dc_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 
 #endif

@@ -8,10 +8,11 @@
 #include <errno.h>
 #include <isa-l/igzip_lib.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "util.h"
 
 /* Queue slots: every pool buffer, and as many more for heap buffers (long lines). */
 #define DC_WT_SLOTS (2 * DC_WT_NBUF)
@@ -200,7 +201,6 @@ static void destroy(struct dc_wthread *t)
 struct dc_wthread *dc_wthread_start(int fd, off_t good, int compress)
 {
 	struct dc_wthread *t = calloc(1, sizeof(*t));
-	sigset_t all, old;
 	int e;
 
 	if (t == NULL)
@@ -227,11 +227,7 @@ struct dc_wthread *dc_wthread_start(int fd, off_t good, int compress)
 		if (t->out == NULL)
 			goto nomem;
 	}
-	/* the thread takes no signal: the session reads them through its signalfd */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	e = pthread_create(&t->th, NULL, run, t);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	e = dc_thread_start(&t->th, run, t); /* it takes no signal: the session's signalfd does */
 	if (e == 0) /* its name in top -H and /proc/PID/task/TID/comm (bench/loop.c) */
 		pthread_setname_np(t->th, "dc-writer");
 	if (e) {
