@@ -15,7 +15,9 @@
 #        PLAN_CACHE=(none): DATACRUMBS_PLAN_CACHE for the runs: "off" plans every
 #        function every run (a file's first run); unset, the default cache, which the
 #        untimed first run of each script fills (core/plancache.h; a build before it has
-#        none, so BASE plans every run either way)
+#        none, so BASE plans every run either way). Unset, BASE keeps its plans in a
+#        cache of its own (/var/cache/datacrumbs-bench-base): the cache names the build
+#        that planned, so two builds sharing one would each plan again at every run
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
@@ -46,7 +48,9 @@ export DATACRUMBS_SCRIPT_PATH=${DATACRUMBS_SCRIPT_PATH:-$root/scripts}
 one() {
 	rm -rf "$OUT/t"
 	mkdir "$OUT/t"
-	python3 - "$2" run "$1" -q -o "$OUT/t" -- "$OUT/loop" 0 "$OUT/small" <<'PY'
+	local cache=${DATACRUMBS_PLAN_CACHE:-}
+	[ -n "$PLAN_CACHE" ] || [ "$2" != "$BASE" ] || cache=/var/cache/datacrumbs-bench-base
+	DATACRUMBS_PLAN_CACHE=$cache python3 - "$2" run "$1" -q -o "$OUT/t" -- "$OUT/loop" 0 "$OUT/small" <<'PY'
 import subprocess, sys, time
 t0 = time.clock_gettime_ns(time.CLOCK_REALTIME)
 p = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, text=True)

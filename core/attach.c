@@ -246,13 +246,13 @@ static int up_load_start(struct dc_bpf *b, int outer)
 	u->filling = !dc_thread_start(&u->filler, rings_fill_main, &u->fill);
 	if (!u->filling)
 		rings_fill_main(&u->fill);
-	sys_prefetch_start(b);
 	int threaded = !dc_thread_start(&u->thread, up_load_main, u);
 	b->upl = u;
 	if (!threaded) {
 		up_load_main(u);
 		u->thread = pthread_self(); /* up_ready: nothing to join */
 	}
+	sys_prefetch_start(b); /* after: it may wait for the kernel's BTF (sys_btf_wanted) */
 	return 0;
 }
 
@@ -329,12 +329,13 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t prof
 		return NULL;
 	}
 	libbpf_set_print(libbpf_print);
-	/* the kernel's BTF, parsed here while the session-uprobe check's links wait in the
-	 * kernel on their thread (dc_feature_uprobe_prefetch; the check reads it last) */
-	dc_vmlinux_btf();
+	/* the kernel's BTF: a run's session began its parse beside the script, else it
+	 * begins here, beside the maps' creation (the loads wait for it, kbtf.c) */
+	dc_vmlinux_btf_prefetch();
 	struct dc_bpf *b = calloc(1, sizeof(*b));
 	if (!b) {
 		snprintf(err, errlen, "out of memory");
+		dc_vmlinux_btf_release();
 		return NULL;
 	}
 	b->ncpus = libbpf_num_possible_cpus();
@@ -362,6 +363,7 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t prof
 	if (!b->skel) {
 		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
 		free(b);
+		dc_vmlinux_btf_release();
 		return NULL;
 	}
 	b->skel->rodata->wakeup_bytes = b->shard_bytes / 8;
@@ -407,6 +409,7 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t prof
 		uprobe_bpf__destroy(b->skel);
 		close_rings(b);
 		free(b);
+		dc_vmlinux_btf_release();
 		return NULL;
 	}
 	return b;
@@ -2008,7 +2011,7 @@ int dc_bpf_consumer_only(struct dc_bpf *b, int keep)
 	return 0;
 }
 
-/* Closes fds[0..n) of uprobe_multi links, striped over up to 8 threads. The close of
+/* Closes fds[0..n) of uprobe links, striped over up to 8 threads. The close of
  * such a link waits for the kernel's RCU grace periods before it returns
  * (kernel/events/uprobes.c uprobe_unregister_sync: synchronize_rcu_tasks_trace), 25-85 ms
  * each here; closed one after another, 9 links of a large library took 450 ms, while
@@ -2055,14 +2058,34 @@ void dc_bpf_close(struct dc_bpf *b)
 	if (!b)
 		return;
 	up_ready(b, NULL, 0); /* its thread joined: nothing loads while it is destroyed */
-	for (unsigned i = 0; i < b->ndl; i++) {
-		bpf_link__destroy(b->dl_links[i]);
-		if (b->dl_fds[i] >= 0)
-			close(b->dl_fds[i]);
+	/* every uprobe link closed side by side (close_links): a libbpf link's fd is dup'ed
+	 * into the list before the link is destroyed, so that its destroy drops no last
+	 * reference (one after another, the loader watch's link had waited ~50 ms alone
+	 * before the others' closes began). Without memory for the list, one by one. */
+	unsigned nl = b->nmlinks;
+	int *fds = malloc((b->nmlinks + 2 * b->ndl + 2 * b->nprobes + 1) * sizeof(int));
+	for (unsigned i = 0; fds && i < b->nmlinks; i++)
+		fds[i] = b->mlinks[i];
+	for (unsigned i = 0; i < b->ndl + 2 * b->nprobes; i++) {
+		struct bpf_link *l = i < b->ndl ? b->dl_links[i] : b->links[i - b->ndl];
+		int lfd = l && fds ? bpf_link__fd(l) : -1;
+		int dup_fd = lfd >= 0 ? fcntl(lfd, F_DUPFD_CLOEXEC, 0) : -1;
+		if (dup_fd >= 0)
+			fds[nl++] = dup_fd;
+		bpf_link__destroy(l);
+		if (i < b->ndl && b->dl_fds[i] >= 0) {
+			if (fds)
+				fds[nl++] = b->dl_fds[i];
+			else
+				close(b->dl_fds[i]);
+		}
 	}
-	for (unsigned i = 0; i < 2 * b->nprobes; i++)
-		bpf_link__destroy(b->links[i]);
-	close_links(b->mlinks, b->nmlinks);
+	if (fds) {
+		close_links(fds, nl);
+		free(fds);
+	} else {
+		close_links(b->mlinks, b->nmlinks);
+	}
 	free(b->mlinks);
 	aio_bpf__destroy(b->aio);
 	vfs_bpf__destroy(b->vfs);

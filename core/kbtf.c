@@ -6,6 +6,9 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <bpf/btf.h>
+#include <unistd.h>
+
+#include "util.h"
 
 /* Why this file defines two of libbpf's functions. libbpf 1.1 (Debian 12) has no way to
  * hand an object the kernel's BTF: bpf_object__load_vmlinux_btf calls
@@ -23,10 +26,20 @@
  * Invariant: `held` is freed only by dc_vmlinux_btf_release, after every load that was
  * lent it has returned (core/attach.c releases it once its objects are loaded). */
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* held across a parse */
 static struct btf *held;
 static struct btf *(*real_load)(void);
 static void (*real_free)(struct btf *);
+
+/* dc_vmlinux_btf_prefetch's thread: started and joined by one thread (the session's),
+ * in the process that started it (a child forked meanwhile has no such thread). While
+ * `running`, written under `mu`, a parse libbpf asks for is kept as `held` (so lent to
+ * every later load), whichever thread asked first. */
+static struct {
+	pthread_t thread;
+	pid_t pid;
+	int running;
+} pre;
 
 static void bind_real(void)
 {
@@ -43,7 +56,12 @@ struct btf *btf__load_vmlinux_btf(void)
 {
 	pthread_mutex_lock(&mu);
 	bind_real();
-	struct btf *b = held ? held : real_load ? real_load() : NULL;
+	struct btf *b = held;
+	if (!b && real_load) {
+		b = real_load();
+		if (pre.running) /* dc_vmlinux_btf_prefetch's parse was asked for: this is it */
+			held = b;
+	}
 	pthread_mutex_unlock(&mu);
 	return b;
 }
@@ -70,8 +88,36 @@ const struct btf *dc_vmlinux_btf(void)
 	return b;
 }
 
+static void *prefetch_main(void *arg)
+{
+	(void)arg;
+	dc_vmlinux_btf();
+	return NULL;
+}
+
+void dc_vmlinux_btf_prefetch(void)
+{
+	if (pre.running)
+		return;
+	pre.pid = getpid();
+	pthread_mutex_lock(&mu);
+	pre.running = 1; /* from here a load's btf__load_vmlinux_btf parses into `held` */
+	pthread_mutex_unlock(&mu);
+	if (dc_thread_start(&pre.thread, prefetch_main, NULL)) {
+		pthread_mutex_lock(&mu);
+		pre.running = 0;
+		pthread_mutex_unlock(&mu);
+	}
+}
+
 void dc_vmlinux_btf_release(void)
 {
+	if (pre.running && pre.pid == getpid()) {
+		pthread_join(pre.thread, NULL);
+		pthread_mutex_lock(&mu);
+		pre.running = 0;
+		pthread_mutex_unlock(&mu);
+	}
 	pthread_mutex_lock(&mu);
 	struct btf *b = held;
 	held = NULL;

@@ -14,8 +14,15 @@ struct btf;
  * Safe from any thread; the parse is only read, by any number of threads at once. */
 const struct btf *dc_vmlinux_btf(void);
 
-/* Frees what dc_vmlinux_btf kept (after the BPF objects are loaded); a later call of
- * dc_vmlinux_btf parses it again, and libbpf's loads parse their own again. */
+/* Starts dc_vmlinux_btf's parse on a thread (core/util.h dc_thread_start), so that it runs
+ * beside the script instead of on the BPF load's path; a later dc_vmlinux_btf waits for it
+ * and returns the same parse. Without a thread, nothing (the first dc_vmlinux_btf parses).
+ * Called once, by the thread that later calls dc_vmlinux_btf_release. */
+void dc_vmlinux_btf_prefetch(void);
+
+/* Frees what dc_vmlinux_btf kept (after the BPF objects are loaded), joining
+ * dc_vmlinux_btf_prefetch's thread first; a later call of dc_vmlinux_btf parses it again,
+ * and libbpf's loads parse their own again. */
 void dc_vmlinux_btf_release(void);
 
 #endif

@@ -24,6 +24,7 @@
 #include "attach.h"
 #include "consumer.h"
 #include "dc_features.h"
+#include "kbtf.h"
 #include "dlopen.h"
 #include "hold.h"
 #include "elfsym.h"
@@ -593,6 +594,7 @@ static int spawn_held(char *const argv[], const char *path, const sigset_t *mask
 		char c;
 		close(gop[1]);
 		close(stp[0]);
+		dc_drop_cloexec_fds(gop[0], stp[1]); /* none of ours is released at its exec */
 		ssize_t n;
 		do
 			n = read(gop[0], &c, 1);
@@ -1329,6 +1331,7 @@ static int teardown(struct session *s)
 	if (!s->site) /* site mode: root's to detach; our copy only has map fds */
 		dc_bpf_close(s->bpf); /* detach first: nothing stays attached past this point */
 	dc_feature_settle(); /* the session check's thread (dc_feature_uprobe_prefetch) */
+	dc_vmlinux_btf_release(); /* dc_vmlinux_btf_prefetch's thread, in a run that loaded nothing */
 	dc_hold_free(s->hold);
 	dc_dlopen_free(s->dl);
 	close_trace(s);
@@ -1364,6 +1367,8 @@ int dc_session_run(const struct dc_opts *o)
 		return DC_EXIT_FAIL;
 	}
 	dc_feature_uprobe_prefetch(); /* beside the script: dc_bpf_open takes its answer */
+	if (geteuid() == 0) /* who loads BPF (a site-mode user does not): parsed beside the script */
+		dc_vmlinux_btf_prefetch();
 	if (run_script(s) || check_access(s) || find_target(s) || choose_output(s) ||
 	    load_probes(s) || open_trace(s) || attach_probes(s))
 		return teardown(s);

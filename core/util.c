@@ -1,8 +1,12 @@
 /* util.c: the small tools every module shares (util.h): out-of-memory policy, hash table,
- * list walker, parsers, capability test, helper threads' start. No module state, no knowledge of probes or traces. */
+ * list walker, parsers, capability test, helper threads' start, a child's fds before exec.
+ * No module state, no knowledge of probes or traces. */
+#define _GNU_SOURCE /* getdents64, struct dirent64 */
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/capability.h>
 #include <signal.h>
 #include <stdio.h>
@@ -284,4 +288,35 @@ int dc_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
 	int e = pthread_create(t, NULL, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return e;
+}
+
+/* --- a child before exec ---------------------------------------------------------------- */
+
+void dc_drop_cloexec_fds(int keep1, int keep2)
+{
+	int d = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d < 0)
+		return;
+	char buf[4096] __attribute__((aligned(8)));
+	ssize_t n;
+	/* closing an fd already listed is safe: the listing's position is the fd number
+	 * (fs/proc/fd.c proc_readfd_common) */
+	while ((n = getdents64(d, buf, sizeof(buf))) > 0) {
+		for (ssize_t off = 0; off < n;) {
+			struct dirent64 *e = (struct dirent64 *)(buf + off);
+			off += e->d_reclen;
+			int fd = 0;
+			const char *c = e->d_name;
+			if (*c < '0' || *c > '9')
+				continue; /* "." and ".." */
+			while (*c >= '0' && *c <= '9')
+				fd = fd * 10 + (*c++ - '0');
+			if (fd <= 2 || fd == d || fd == keep1 || fd == keep2)
+				continue;
+			int fl = fcntl(fd, F_GETFD);
+			if (fl >= 0 && (fl & FD_CLOEXEC))
+				close(fd);
+		}
+	}
+	close(d);
 }

@@ -172,4 +172,26 @@ dctest.check_pfw(trace)
 ev, _, _ = dctest.read_trace(trace)
 equal([e["args"]["script_errors"] for e in ev if e.get("name") == "end"], [1],
       "timer error: counted in the end record")
+
+# the command's fds: what it inherits from its caller (fd 7 here, and what the test's own
+# caller passed down), none of ours.
+# datacrumbs' own are all close-on-exec and dropped by the held child before it execs
+# (core/util.h dc_drop_cloexec_fds); fd 7, inherited without close-on-exec, must stay.
+LIST = ["/bin/sh", "-c", "for f in /proc/$$/fd/*; do echo ${f##*/}; done"]
+null = os.open("/dev/null", os.O_RDONLY)
+if null != 7:
+    os.dup2(null, 7)  # inheritable (dup2's default)
+    os.close(null)
+os.set_inheritable(7, True)
+bare = subprocess.run(LIST, pass_fds=(7,), stdout=subprocess.PIPE, text=True)
+d = dctest.workdir("robust-fds")
+traced = subprocess.run([DC, "run", "-q", "-o", d, "io_posix.lua", "--"] + LIST,
+                        pass_fds=(7,), stdout=subprocess.PIPE, text=True)
+os.close(7)
+equal(traced.returncode, 0, "fds: the run")
+fds = sorted(int(x) for x in bare.stdout.split())
+check(7 in fds and 0 in fds, "fds: the bare command has 0 and the inherited 7: %s" % fds)
+equal(sorted(int(x) for x in traced.stdout.split()), fds,
+      "fds: the traced command's, the same as the bare one's")
+dctest.check_pfw(dctest.find_trace(d))
 dctest.finish()
