@@ -361,6 +361,13 @@ static __always_inline struct file *fd_file(long fd)
  * (noinline): clang 14 takes minutes over the programs that inline many copies of these
  * direct loads. */
 #ifdef DC_FD_BTF
+/* The kernel's BTF ids of struct task_struct, kiocb and file, bpf_rdonly_cast's targets:
+ * set by the loader from the kernel's BTF before the load (core/attach.c sys_btf_ids),
+ * constants to the verifier (a frozen read-only map). Not bpf_core_type_id_kernel: libbpf
+ * relocates this object against a small BTF of its own (core/corebtf.h), whose ids are
+ * not the kernel's. */
+const volatile __u32 btf_id_task_struct = 0, btf_id_kiocb = 0, btf_id_file = 0;
+
 __noinline __u32 fd_facts_btf(long fd, __u64 *ino, __u64 *dev)
 {
 	if (!ino || !dev) /* a global function's pointers may be NULL to the verifier */
@@ -369,8 +376,7 @@ __noinline __u32 fd_facts_btf(long fd, __u64 *ino, __u64 *dev)
 	 * walked field for trust, each of which was up to four searches of the kernel's BTF
 	 * by name (kernel/bpf/btf.c btf_nested_type_is_trusted; ~7 % of start-up's CPU). The
 	 * loads are the same faulting loads either way. */
-	struct task_struct *t = bpf_rdonly_cast(bpf_get_current_task_btf(),
-						bpf_core_type_id_kernel(struct task_struct));
+	struct task_struct *t = bpf_rdonly_cast(bpf_get_current_task_btf(), btf_id_task_struct);
 	struct fdtable *fdt = t->files->fdt;
 	struct file **fds = fdt->fd;
 	struct file *bf;
@@ -383,13 +389,13 @@ __noinline __u32 fd_facts_btf(long fd, __u64 *ino, __u64 *dev)
 		 * struct file *, at offset 0 in every kernel: include/linux/fs.h), the one
 		 * kernel type whose field is a BTF-typed file pointer at the start: a direct
 		 * load, no helper call */
-		struct kiocb *slot = bpf_rdonly_cast(&fds[fd], bpf_core_type_id_kernel(struct kiocb));
+		struct kiocb *slot = bpf_rdonly_cast(&fds[fd], btf_id_kiocb);
 		bf = slot->ki_filp;
 	} else {
 		struct file *f = NULL;
 		if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]))
 			return 0;
-		bf = bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
+		bf = bpf_rdonly_cast(f, btf_id_file);
 	}
 	if (!bf)
 		return 0;
@@ -402,8 +408,8 @@ __noinline __u32 fd_facts_btf(long fd, __u64 *ino, __u64 *dev)
 }
 #else
 /* Objects that never read an fd through BTF (btf 0 at every call: all but syscall.bpf.c,
- * which defines DC_FD_BTF) compile no fd_facts_btf: its relocations (kiocb, and
- * bpf_core_type_id_kernel's) would cost libbpf a search of the kernel's BTF each. */
+ * which defines DC_FD_BTF) compile no fd_facts_btf: its relocations (kiocb's field)
+ * would cost libbpf a search of the CO-RE target each. */
 #define fd_facts_btf fd_facts_rd
 #endif
 

@@ -22,6 +22,7 @@
 
 #include "aio.h"
 #include "aio.skel.h"
+#include "corebtf.h"
 #include "dc_features.h"
 #include "elfsym.h"
 #include "kernel.skel.h"
@@ -42,8 +43,20 @@ static const char *const shared_maps[] = { "traced", "traced_hint", "stacks", "r
 #define DC_NSHARED (sizeof(shared_maps) / sizeof(shared_maps[0]))
 #define DC_SHARE_RINGS 3 /* shared_maps[3]: the outer map, made by dc_bpf_open itself */
 
+/* A small CO-RE target for one object's load (core/corebtf.h): uprobe.bpf.c, syscall.bpf.c
+ * and aio.bpf.c relocate against the kernel's types they name only (their types are all
+ * vmlinux's); vfs.bpf.c and kernel.bpf.c against the kernel's whole BTF, which libbpf
+ * extends with the modules' BTFs, as it does not for a custom one.
+ * DATACRUMBS_CORE_BTF=kernel: every object against the whole BTF (the same relocations,
+ * libbpf's full searches). */
+struct core_btf {
+	int fd;        /* the memfd, -1: none */
+	char path[32]; /* its /proc/self/fd path, the object's btf_custom_path */
+};
+
 struct dc_bpf {
 	struct uprobe_bpf *skel;
+	struct core_btf up_core;   /* uprobe.bpf.c's CO-RE target, from open to load */
 	struct syscall_bpf *sys;   /* loaded when a syscall layer is asked for */
 	struct kernel_bpf *kern;   /* loaded when a tracepoint layer is asked for */
 	struct vfs_bpf *vfs;       /* loaded when a kernel-function layer is asked for */
@@ -112,6 +125,33 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 		return 0;
 	fprintf(stderr, "datacrumbs: libbpf: ");
 	return vfprintf(stderr, fmt, ap);
+}
+
+/* Before an object's open: a memfd for its CO-RE target, its path put in *o; or none
+ * (c->fd -1, *o unchanged) when DATACRUMBS_CORE_BTF=kernel or no memfd can be made. */
+static void core_btf_begin(struct core_btf *c, struct bpf_object_open_opts *o)
+{
+	const char *env = getenv("DATACRUMBS_CORE_BTF");
+	c->fd = env && !strcmp(env, "kernel") ? -1 : dc_corebtf_open(c->path, sizeof(c->path));
+	if (c->fd >= 0)
+		o->btf_custom_path = c->path;
+}
+
+/* Before the object's load: its CO-RE target written from its own BTF and the kernel's
+ * (dc_corebtf_fill: the whole kernel BTF when the small one cannot be made). */
+static void core_btf_fill(struct core_btf *c, const struct bpf_object *obj)
+{
+	if (c->fd >= 0 && dc_corebtf_fill(c->fd, obj, dc_vmlinux_btf()))
+		fprintf(stderr, "datacrumbs: warning: %s: no small CO-RE target (%s): relocated "
+			"against the kernel's whole BTF\n", bpf_object__name(obj), strerror(errno));
+}
+
+/* After the load (libbpf has read the file), or when the object is dropped unloaded. */
+static void core_btf_end(struct core_btf *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
 }
 
 /* The number of ring buffers when none is asked for: one per CPU up to 16, CPU groups
@@ -228,7 +268,9 @@ struct up_load {
 static void *up_load_main(void *arg)
 {
 	struct up_load *u = arg;
+	core_btf_fill(&u->b->up_core, u->b->skel->obj);
 	u->e = uprobe_bpf__load(u->b->skel);
+	core_btf_end(&u->b->up_core);
 	if (!u->e) /* the tp_btf programs; uprobes are attached by hand */
 		u->attach_e = uprobe_bpf__attach(u->b->skel);
 	return NULL;
@@ -359,9 +401,12 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t prof
 	b->shard_bytes = page * 4;
 	while (b->shard_bytes * 2 * b->nshards <= ringbuf_bytes)
 		b->shard_bytes *= 2;
-	b->skel = uprobe_bpf__open();
+	LIBBPF_OPTS(bpf_object_open_opts, oo);
+	core_btf_begin(&b->up_core, &oo);
+	b->skel = uprobe_bpf__open_opts(&oo);
 	if (!b->skel) {
 		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
+		core_btf_end(&b->up_core);
 		free(b);
 		dc_vmlinux_btf_release();
 		return NULL;
@@ -407,6 +452,7 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t prof
 			 e == -EPERM ? " (needs root, or CAP_BPF and CAP_PERFMON)" : "");
 		close_shared(b);
 		uprobe_bpf__destroy(b->skel);
+		core_btf_end(&b->up_core);
 		close_rings(b);
 		free(b);
 		dc_vmlinux_btf_release();
@@ -1038,17 +1084,21 @@ static void choose_vfs(struct dc_bpf *b, void *skel)
 struct kobj {
 	const char *open_what; /* "cannot open the %s BPF object" */
 	const char *load_what; /* "cannot load or attach the %s" */
-	void *(*open)(void);
+	void *(*open)(const struct bpf_object_open_opts *o);
 	struct bpf_object *(*object)(void *skel);
 	void (*common)(void *skel, const struct dc_bpf *b); /* wakeup, profile rodata */
 	int (*load)(void *skel);
 	int (*attach)(void *skel);
 	void (*destroy)(void *skel);
 	void (*choose)(struct dc_bpf *b, void *skel); /* NULL: every program */
+	int core; /* 1: relocated against a small CO-RE target (struct core_btf) */
 };
 
 #define KOBJ_SKEL(name)                                                                    \
-	static void *name##_open_(void) { return name##_bpf__open(); }                      \
+	static void *name##_open_(const struct bpf_object_open_opts *o)                    \
+	{                                                                                  \
+		return name##_bpf__open_opts(o);                                            \
+	}                                                                                  \
 	static struct bpf_object *name##_object_(void *s) { return ((struct name##_bpf *)s)->obj; } \
 	static void name##_common_(void *s, const struct dc_bpf *b)                         \
 	{                                                                                  \
@@ -1076,22 +1126,42 @@ static void pick_sys_pair(struct syscall_bpf *s, int btf)
 	bpf_program__set_autoload(s->progs.dc_sys_exit_c, !btf);
 }
 
-/* Picks syscall.bpf.c's pair that b->sys_btf says. */
+/* bpf_rdonly_cast's type ids for syscall.bpf.c's BTF pair (bpf/common.bpf.h
+ * btf_id_task_struct), from the kernel's BTF: 0, or -1 when one is not there (then the
+ * pair cannot load). */
+static int sys_btf_ids(struct syscall_bpf *s)
+{
+	const struct btf *k = dc_vmlinux_btf();
+	int task = k ? btf__find_by_name_kind(k, "task_struct", BTF_KIND_STRUCT) : -1;
+	int kiocb = k ? btf__find_by_name_kind(k, "kiocb", BTF_KIND_STRUCT) : -1;
+	int file = k ? btf__find_by_name_kind(k, "file", BTF_KIND_STRUCT) : -1;
+	if (task <= 0 || kiocb <= 0 || file <= 0)
+		return -1;
+	s->rodata->btf_id_task_struct = task;
+	s->rodata->btf_id_kiocb = kiocb;
+	s->rodata->btf_id_file = file;
+	return 0;
+}
+
+/* Picks syscall.bpf.c's pair that b->sys_btf says (the _c pair, and b->sys_btf 0, when
+ * the BTF pair's type ids are not found). */
 static void choose_syscall(struct dc_bpf *b, void *skel)
 {
+	if (b->sys_btf && sys_btf_ids(skel))
+		b->sys_btf = 0;
 	pick_sys_pair(skel, b->sys_btf);
 }
 
 static const struct kobj kobj_syscall = {
 	"syscall", "syscall tracepoints (raw_syscalls:sys_enter/sys_exit, tp_btf)",
-	KOBJ_OPS(syscall), choose_syscall,
+	KOBJ_OPS(syscall), choose_syscall, 1,
 };
 static const struct kobj kobj_kernel = {
 	"kernel-layer", "page cache / block tracepoints (tp_btf)", KOBJ_OPS(kernel),
-	choose_kernel,
+	choose_kernel, 0,
 };
 static const struct kobj kobj_vfs = {
-	"VFS", "VFS probes (fentry/kprobe)", KOBJ_OPS(vfs), choose_vfs,
+	"VFS", "VFS probes (fentry/kprobe)", KOBJ_OPS(vfs), choose_vfs, 0,
 };
 
 /* Opens the object o describes, picks its programs (all, or those o->choose enables),
@@ -1099,10 +1169,15 @@ static const struct kobj kobj_vfs = {
  * and attaches it. Returns the skeleton, or NULL with err. */
 static void *load_kobj(struct dc_bpf *b, const struct kobj *o, char *err, size_t errlen)
 {
-	void *skel = o->open();
+	struct core_btf core = { .fd = -1 };
+	LIBBPF_OPTS(bpf_object_open_opts, oo);
+	if (o->core)
+		core_btf_begin(&core, &oo);
+	void *skel = o->open(&oo);
 	if (!skel) {
 		snprintf(err, errlen, "cannot open the %s BPF object: %s", o->open_what,
 			 strerror(errno));
+		core_btf_end(&core);
 		return NULL;
 	}
 	struct bpf_object *obj = o->object(skel);
@@ -1114,8 +1189,11 @@ static void *load_kobj(struct dc_bpf *b, const struct kobj *o, char *err, size_t
 	}
 	o->common(skel, b);
 	int e = share_maps(b, obj);
-	if (!e)
+	if (!e) {
+		core_btf_fill(&core, obj);
 		e = o->load(skel);
+	}
+	core_btf_end(&core);
 	if (!e)
 		e = o->attach(skel);
 	if (e) {
@@ -1172,6 +1250,7 @@ static int load_syscalls(struct dc_bpf *b, char *err, size_t errlen)
 struct sys_prefetch {
 	pthread_t thread;
 	struct syscall_bpf *skel;
+	struct core_btf core; /* its CO-RE target, from open to load */
 	struct dc_bpf *b;
 	int btf; /* the pair it loads: as b->sys_btf */
 	int e;   /* 0, or the load's negative errno */
@@ -1180,9 +1259,16 @@ struct sys_prefetch {
 static void *sys_prefetch_main(void *arg)
 {
 	struct sys_prefetch *p = arg;
+	if (p->btf && sys_btf_ids(p->skel)) { /* before the load: the ids are rodata */
+		p->btf = 0;
+		pick_sys_pair(p->skel, 0);
+	}
 	p->e = share_maps(p->b, p->skel->obj);
-	if (!p->e)
+	if (!p->e) {
+		core_btf_fill(&p->core, p->skel->obj);
 		p->e = syscall_bpf__load(p->skel);
+	}
+	core_btf_end(&p->core);
 	return NULL;
 }
 
@@ -1193,8 +1279,11 @@ static void sys_prefetch_start(struct dc_bpf *b)
 		return;
 	p->b = b;
 	p->btf = sys_btf_wanted();
-	p->skel = syscall_bpf__open();
+	LIBBPF_OPTS(bpf_object_open_opts, oo);
+	core_btf_begin(&p->core, &oo);
+	p->skel = syscall_bpf__open_opts(&oo);
 	if (!p->skel) {
+		core_btf_end(&p->core);
 		free(p);
 		return;
 	}
@@ -1205,6 +1294,7 @@ static void sys_prefetch_start(struct dc_bpf *b)
 	syscall_common_(p->skel, b);
 	if (dc_thread_start(&p->thread, sys_prefetch_main, p)) {
 		syscall_bpf__destroy(p->skel);
+		core_btf_end(&p->core);
 		free(p);
 		return;
 	}
@@ -1387,10 +1477,14 @@ struct aio_load {
 static void *aio_load_main(void *arg)
 {
 	struct aio_load *l = arg;
-	struct aio_bpf *a = aio_bpf__open();
+	struct core_btf core;
+	LIBBPF_OPTS(bpf_object_open_opts, oo);
+	core_btf_begin(&core, &oo);
+	struct aio_bpf *a = aio_bpf__open_opts(&oo);
 	l->a = a;
 	if (!a) {
 		l->e = -errno;
+		core_btf_end(&core);
 		return NULL;
 	}
 	int uring = 0, native = 0;
@@ -1428,8 +1522,11 @@ static void *aio_load_main(void *arg)
 	l->uring = uring;
 	l->native = native;
 	l->e = share_maps(l->b, a->obj);
-	if (!l->e)
+	if (!l->e) {
+		core_btf_fill(&core, a->obj);
 		l->e = aio_bpf__load(a);
+	}
+	core_btf_end(&core);
 	return NULL;
 }
 
@@ -1791,6 +1888,10 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 		aio_prefetch_join(&pre, 1);
 		return -1;
 	}
+	/* the uprobes first, while syscall.bpf.c's and aio.bpf.c's loads may still run on
+	 * their threads: a uprobe link's LINK_CREATE can wait ~10-15 ms for a grace period
+	 * (uprobe_register's dup_mmap_sem), which so overlaps them instead of following */
+	ok += b->session || b->multi ? attach_uprobe_runs(b) : attach_uprobe_pairs(b);
 	/* syscall probes: a cookie per syscall number in the syscall_cookie map */
 	for (unsigned i = b->nattached; i < b->nprobes; i++) {
 		if (b->probes[i].mech != DC_MECH_SYSCALL)
@@ -1840,7 +1941,6 @@ int dc_bpf_attach(struct dc_bpf *b, char *err, size_t errlen)
 	}
 	sys_prefetch_drop(b); /* loaded ahead for nothing: no syscall probe was asked */
 	dc_vmlinux_btf_release(); /* every object that looks at the kernel's BTF is loaded */
-	ok += b->session || b->multi ? attach_uprobe_runs(b) : attach_uprobe_pairs(b);
 	b->nattached = b->nprobes;
 	if (!ok && b->nprobes) {
 		snprintf(err, errlen, "no probe could be attached (see the warnings above)");

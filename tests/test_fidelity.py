@@ -4,7 +4,8 @@ bytes asked, equal in trace and profile mode and to the file's size: reads at en
 names (rename, renameat, link, linkat, symlink, symlinkat: tests/progs/prog_links.c) name
 both, in the POSIX and SYSCALL layers, and a file written through a hard link has one
 name in trace and profile mode. Pipes and sockets are named as the kernel names them
-(pipe:[N], socket:[N]) in both modes, also their close; tar -x's writes name their files.
+(pipe:[N], socket:[N]) in both modes, also their close, and the same when libbpf
+relocates against the kernel's whole BTF (DATACRUMBS_CORE_BTF=kernel); tar -x's writes name their files.
 MPI-IO writes with MPI_STATUS_IGNORE (tests/progs/prog_mpi_ignore.c, Debian's Open MPI,
 2 ranks, io_all.lua) move their count: the file's MPI-IO bytes equal its nested pwrites'
 and its size, in both modes. A program's stdout writes through printf, vprintf, puts,
@@ -165,11 +166,16 @@ os.close(r)
 a.close()
 b.close()
 """)
-for mode in ("trace", "profile"):
+# "kernel-btf": trace mode with libbpf relocating against the kernel's whole BTF
+# (DATACRUMBS_CORE_BTF=kernel) instead of each object's small CO-RE target
+# (core/corebtf.h): the fd walk's fields (f_inode, i_ino, i_sb, s_magic) the same
+for mode in ("trace", "profile", "kernel-btf"):
     dd = dctest.workdir("fidelity-pipes-" + mode)
     out = os.path.join(dd, "t.pfw.gz")
     opts = ["--mode", "profile", "--interval", "10s"] if mode == "profile" else []
-    r = dctest.run_dc(["run", "-o", out] + opts + ["io_posix.lua", "--", sys.executable, prog])
+    env = dict(os.environ, DATACRUMBS_CORE_BTF="kernel") if mode == "kernel-btf" else None
+    r = dctest.run_dc(["run", "-o", out] + opts + ["io_posix.lua", "--", sys.executable, prog],
+                      env=env)
     equal(r.returncode, 0, "pipes %s: exit status (stderr: %s)" % (mode, r.stderr.strip()))
     dctest.check_pfw(out)
     t = analysis.Trace(out)
