@@ -5,7 +5,6 @@
 #include "util.h"
 #include "mpi.h"
 
-#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <errno.h>
@@ -2096,19 +2095,7 @@ int dc_bpf_consumer_only(struct dc_bpf *b, int keep)
 			return -1;
 		close(fd);
 	}
-	DIR *d = opendir("/proc/self/fd");
-	if (!d)
-		return -1;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		int fd = atoi(e->d_name), keepit = fd <= 2 || fd == dirfd(d) || e->d_name[0] == '.';
-		for (int i = 0; i < nfds && !keepit; i++)
-			keepit = fd == fds[i];
-		if (!keepit)
-			close(fd);
-	}
-	closedir(d);
-	return 0;
+	return dc_close_fds(fds, nfds, 0);
 }
 
 /* Closes fds[0..n) of uprobe links, striped over up to 8 threads. The close of

@@ -155,6 +155,21 @@ static int refs_of(struct btf_type *t, __u32 **out, int max)
 	return n;
 }
 
+/* Copies kernel type k into dst, once: its new id goes in map[k] and k in order[new id]
+ * (the copy still names the kernel's ids: renumbered after). 0, or a negative errno. */
+static int copy_type(struct btf *dst, const struct btf *kern, __u32 k, __u32 *map,
+		     __u32 *order)
+{
+	if (map[k])
+		return 0;
+	int id = btf__add_type(dst, kern, btf__type_by_id(kern, k));
+	if (id < 0)
+		return id;
+	map[k] = id;
+	order[id] = k;
+	return 0;
+}
+
 /* A BTF type has at most 65,535 members (vlen is 16 bits): refs_of's bound. */
 #define MAXREFS 65536
 
@@ -181,44 +196,28 @@ int dc_corebtf_build(const struct btf *local, const struct btf *kern, struct btf
 	}
 	/* the roots, in the kernel's order; then, breadth first, what each copied type holds
 	 * (a pointer's target only when it is copied anyway: second pass) */
-	__u32 ncopied = 0;
 	for (__u32 i = 1; i < nk; i++) {
 		const struct btf_type *t = btf__type_by_id(kern, i);
 		if (!root_kind(btf_kind(t)) || !t->name_off)
 			continue;
 		const char *s = btf__name_by_offset(kern, t->name_off);
 		struct name_key k = { s, strlen(s) };
-		if (dc_index_find(&ns.ix, name_hash(k.s, k.n), name_match, &k, &ns) < 0)
-			continue;
-		int id = btf__add_type(dst, kern, t);
-		if (id < 0) {
-			e = -id;
+		if (dc_index_find(&ns.ix, name_hash(k.s, k.n), name_match, &k, &ns) >= 0 &&
+		    (e = -copy_type(dst, kern, i, map, order)))
 			goto out;
-		}
-		map[i] = id;
-		order[id] = i;
-		ncopied = id;
 	}
-	for (__u32 id = 1; id <= ncopied; id++) {
-		/* the copy still holds the kernel's ids; read them from the kernel's type */
+	/* btf__type_cnt(dst) grows as the loop copies: breadth first */
+	for (__u32 id = 1; id < btf__type_cnt(dst); id++) {
+		/* read the references from the kernel's type (the copy's are the same ids);
+		 * refs_of only reads through its pointers here */
 		struct btf_type *kt = (struct btf_type *)btf__type_by_id(kern, order[id]);
-		if (btf_kind(kt) == BTF_KIND_PTR)
-			continue;
-		int n = refs_of(kt, refs, MAXREFS);
-		for (int r = 0; r < n; r++) {
-			__u32 k = *refs[r];
-			if (!k || map[k])
-				continue;
-			int nid = btf__add_type(dst, kern, btf__type_by_id(kern, k));
-			if (nid < 0) {
-				e = -nid;
+		int n = btf_kind(kt) == BTF_KIND_PTR ? 0 : refs_of(kt, refs, MAXREFS);
+		for (int r = 0; r < n; r++)
+			if (*refs[r] && *refs[r] < nk &&
+			    (e = -copy_type(dst, kern, *refs[r], map, order)))
 				goto out;
-			}
-			map[k] = nid;
-			order[nid] = k;
-			ncopied = nid;
-		}
 	}
+	__u32 ncopied = btf__type_cnt(dst) - 1;
 	/* renumber: every reference of a copy to its target's new id; a pointer to a type
 	 * not copied becomes void * (0) */
 	for (__u32 id = 1; id <= ncopied; id++) {
@@ -226,11 +225,12 @@ int dc_corebtf_build(const struct btf *local, const struct btf *kern, struct btf
 		int n = refs_of(t, refs, MAXREFS), ptr = btf_kind(t) == BTF_KIND_PTR;
 		for (int r = 0; r < n; r++) {
 			__u32 k = *refs[r];
-			if (k && !map[k] && !ptr) { /* every held type was copied above */
+			__u32 to = k && k < nk ? map[k] : 0;
+			if (k && !to && !ptr) { /* every held type was copied above */
 				e = EPROTO;
 				goto out;
 			}
-			*refs[r] = k ? map[k] : 0;
+			*refs[r] = to;
 		}
 	}
 	*out = dst;

@@ -594,7 +594,8 @@ static int spawn_held(char *const argv[], const char *path, const sigset_t *mask
 		char c;
 		close(gop[1]);
 		close(stp[0]);
-		dc_drop_cloexec_fds(gop[0], stp[1]); /* none of ours is released at its exec */
+		/* none of ours is released at its exec (util.h) */
+		dc_close_fds((int[]){ gop[0], stp[1] }, 2, 1);
 		ssize_t n;
 		do
 			n = read(gop[0], &c, 1);

@@ -292,11 +292,11 @@ int dc_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
 
 /* --- a child before exec ---------------------------------------------------------------- */
 
-void dc_drop_cloexec_fds(int keep1, int keep2)
+int dc_close_fds(const int *keep, int nkeep, int cloexec_only)
 {
 	int d = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (d < 0)
-		return;
+		return -1;
 	char buf[4096] __attribute__((aligned(8)));
 	ssize_t n;
 	/* closing an fd already listed is safe: the listing's position is the fd number
@@ -305,18 +305,23 @@ void dc_drop_cloexec_fds(int keep1, int keep2)
 		for (ssize_t off = 0; off < n;) {
 			struct dirent64 *e = (struct dirent64 *)(buf + off);
 			off += e->d_reclen;
-			int fd = 0;
+			int fd = 0, keepit;
 			const char *c = e->d_name;
 			if (*c < '0' || *c > '9')
 				continue; /* "." and ".." */
 			while (*c >= '0' && *c <= '9')
 				fd = fd * 10 + (*c++ - '0');
-			if (fd <= 2 || fd == d || fd == keep1 || fd == keep2)
-				continue;
-			int fl = fcntl(fd, F_GETFD);
-			if (fl >= 0 && (fl & FD_CLOEXEC))
+			keepit = fd <= 2 || fd == d;
+			for (int i = 0; i < nkeep && !keepit; i++)
+				keepit = fd == keep[i];
+			if (!keepit && cloexec_only) {
+				int fl = fcntl(fd, F_GETFD);
+				keepit = fl < 0 || !(fl & FD_CLOEXEC);
+			}
+			if (!keepit)
 				close(fd);
 		}
 	}
 	close(d);
+	return 0;
 }

@@ -123,14 +123,16 @@ int dc_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /* --- a child before exec ---------------------------------------------------------------- */
 
-/* In a child just forked to exec a command: closes every inherited close-on-exec fd but
- * keep1 and keep2 (-1: none), which its execve(2) would close anyway, so that the command
- * inherits exactly what it did. Closed here, while the parent still holds its copies,
- * none is the last reference when the command execs: the last close of a uprobe link
- * detaches it, waiting for RCU grace periods (kernel/trace/bpf_trace.c
- * bpf_uprobe_multi_link_release), and that had made a command's exec wait ~20 ms for a
- * link the parent closed meanwhile. Async-signal-safe (fork(2) of a threaded process):
- * getdents64(2) of /proc/self/fd, fcntl, close; nothing when /proc cannot be read. */
-void dc_drop_cloexec_fds(int keep1, int keep2);
+/* Closes every fd of this process but 0-2 and keep[0..nkeep), only the close-on-exec ones
+ * when cloexec_only: what /proc/self/fd lists. Async-signal-safe (for a child just
+ * forked from a threaded process): getdents64(2), fcntl, close. 0, or -1 with errno when
+ * /proc/self/fd cannot be read (nothing closed).
+ * With cloexec_only, in a child about to exec a command: the fds its execve(2) would close
+ * anyway, so that the command inherits exactly what it did; closed there, while the
+ * parent still holds its copies, none is the last reference when the command execs: the
+ * last close of a uprobe link detaches it, waiting for RCU grace periods
+ * (kernel/trace/bpf_trace.c bpf_uprobe_multi_link_release), and that had made a
+ * command's exec wait ~20 ms for a link the parent closed meanwhile. */
+int dc_close_fds(const int *keep, int nkeep, int cloexec_only);
 
 #endif

@@ -176,7 +176,7 @@ equal([e["args"]["script_errors"] for e in ev if e.get("name") == "end"], [1],
 # the command's fds: what it inherits from its caller (fd 7 here, and what the test's own
 # caller passed down), none of ours.
 # datacrumbs' own are all close-on-exec and dropped by the held child before it execs
-# (core/util.h dc_drop_cloexec_fds); fd 7, inherited without close-on-exec, must stay.
+# (core/util.h dc_close_fds); fd 7, inherited without close-on-exec, must stay.
 LIST = ["/bin/sh", "-c", "for f in /proc/$$/fd/*; do echo ${f##*/}; done"]
 null = os.open("/dev/null", os.O_RDONLY)
 if null != 7:
