@@ -239,8 +239,12 @@ def linked_names(base):
     """(names of the programs the tracer's links run, names of the programs it holds),
     from the files LIST_BPF wrote (base.prog, base.link)."""
     def objs(path):
+        # an id freed between the fdinfo listing and its show prints {"error": ...}: the
+        # session check's programs and links, which its settle thread closes while the
+        # command runs (core/features.c), are not the tracer's to hold
         with open(path) as f:
-            return [json.loads(line) for line in f if line.strip()]
+            return [o for o in (json.loads(line) for line in f if line.strip())
+                    if "error" not in o]
     names = {p["id"]: p.get("name") for p in objs(base + ".prog")}
     return {names.get(lk["prog_id"]) for lk in objs(base + ".link")}, set(names.values())
 
