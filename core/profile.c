@@ -49,10 +49,12 @@ struct dc_profile {
 	struct dc_htab opens; /* of struct open_e: (pid, id of the call that opened a
 				 handle) -> its path */
 	uint64_t dropped;    /* counter events the script's callbacks dropped */
-	/* dc_profile_total's last entries, by (pid ^ probe) % DC_TOTAL_CACHE; valid while the
-	 * totals table keeps its capacity (a rehash moves entries; none is ever removed) */
-#define DC_TOTAL_CACHE 8
-	struct entry *tc[DC_TOTAL_CACHE];
+	/* dc_profile_total's recent entries: DC_TC_SETS sets of two ways, the set chosen by a
+	 * multiplicative mix of (pid, probe) (two ranks' pids often differ in one bit only),
+	 * way 0 the most recent. Valid while the totals table keeps its capacity (a rehash
+	 * moves entries; none is ever removed). */
+#define DC_TC_SETS 32
+	struct entry *tc[DC_TC_SETS][2];
 	size_t tc_cap;
 	struct dc_record rec;
 	char special[48];    /* key_path's pipe:[N] or socket:[N] */
@@ -209,16 +211,29 @@ void dc_profile_total(struct dc_profile *p, int pid, unsigned probe, uint64_t du
 		      int64_t bytes, int64_t moved, const char *path)
 {
 	/* a run of calls mostly hits a few (pid, probe, file) entries: those are looked up
-	 * without hashing the path */
-	unsigned k = ((unsigned)pid ^ probe) % DC_TOTAL_CACHE;
-	struct entry *e = p->tc_cap == p->totals.h.cap ? p->tc[k] : NULL;
-	if (!e || !same(e, pid, probe, UINT32_MAX, path)) {
+	 * without hashing the path (the path is still compared: a closed fd's path is freed,
+	 * and the next open may reuse its address for another file) */
+	unsigned k = ((unsigned)pid * 0x9E3779B1u + probe * 0x85EBCA77u) >> 27;
+	struct entry **set = p->tc[k], *e;
+	_Static_assert(DC_TC_SETS == 1u << (32 - 27), "the set index is the mix's top 5 bits");
+	if (p->tc_cap != p->totals.h.cap) {
+		memset(p->tc, 0, sizeof(p->tc));
+		p->tc_cap = p->totals.h.cap;
+	}
+	if (set[0] && same(set[0], pid, probe, UINT32_MAX, path)) {
+		e = set[0];
+	} else if (set[1] && same(set[1], pid, probe, UINT32_MAX, path)) {
+		e = set[1];
+		set[1] = set[0];
+		set[0] = e;
+	} else {
 		e = slot(&p->totals, pid, probe, UINT32_MAX, path);
-		if (p->tc_cap != p->totals.h.cap) {
+		if (p->tc_cap != p->totals.h.cap) { /* slot grew the table: every way is stale */
 			memset(p->tc, 0, sizeof(p->tc));
 			p->tc_cap = p->totals.h.cap;
 		}
-		p->tc[k] = e;
+		set[1] = set[0];
+		set[0] = e;
 	}
 	one_call(&e->a, dur_ns, bytes, moved);
 }

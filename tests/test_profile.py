@@ -151,4 +151,41 @@ for call, msg in (('dc.mode("profile", "5ms")', 'mode: interval \'5ms\' is not a
     r = dctest.run_dc(["run", bad_lua, "--", "true"])
     equal((r.returncode, r.stderr.strip()), (125, "datacrumbs: %s:3: %s" % (bad_lua, msg)),
           "%s: one line with file:line" % call)
+# 4. trace mode's dc.totals with two processes (adjacent pids) each alternating between two
+# files, every write on a fresh open: exact per (process, file) totals, whatever the order
+d = dctest.workdir("profile-totals")
+data = os.path.join(d, "data")
+os.makedirs(data)
+script = os.path.join(d, "tot.lua")
+with open(script, "w") as f:
+    f.write('''local dc = require "datacrumbs"
+dc.probe "posix"
+dc.on_end(function()
+  for _, r in ipairs(dc.totals()) do
+    if r.name == "write" and r.path and r.path:find("/[ab][12]$") then
+      print(string.format("total %s %d %d", r.path:match("[ab][12]$"), r.count, r.size_sum or -1))
+    end
+  end
+end)
+''')
+N = 40
+loop = ("w() { i=0; while [ $i -lt %d ]; do echo x >> %s/a$1; echo yy >> %s/b$1; i=$((i+1)); "
+        "done; }; w 1 & w 2 & wait" % (N, data, data))
+r = dctest.run_dc(["run", "-o", d, script, "--", "/bin/sh", "-c", loop])
+equal(r.returncode, 0, "totals script: exit status (stderr: %s)" % r.stderr.strip())
+got = sorted(l for l in r.stdout.splitlines() if l.startswith("total "))
+equal(got, sorted(["total a1 %d %d" % (N, 2 * N), "total a2 %d %d" % (N, 2 * N),
+                   "total b1 %d %d" % (N, 3 * N), "total b2 %d %d" % (N, 3 * N)]),
+      "dc.totals: each process's writes and bytes per file (echo x: 2 bytes, echo yy: 3)")
+trace = dctest.find_trace(d)
+dctest.check_pfw(trace)
+ev, _, _ = dctest.read_trace(trace)
+tw = {}
+for e in ev:
+    if e.get("ph") == "X" and e["name"] == "write" and (e.get("path") or "").startswith(data):
+        c = tw.setdefault(os.path.basename(e["path"]), [0, 0])
+        c[0] += 1
+        c[1] += e["args"]["count"]
+equal(tw, {"a1": [N, 2 * N], "a2": [N, 2 * N], "b1": [N, 3 * N], "b2": [N, 3 * N]},
+      "the trace's write events per file agree")
 dctest.finish()
