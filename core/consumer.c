@@ -91,6 +91,9 @@ struct dc_consumer {
 	const struct dc_qkey *qk[QK_N];
 	struct pquote **pq;        /* per probe (nknown), NULL until its first record */
 	struct dc_record rec;      /* reused for every event */
+	const char *path_run;      /* the last record's path when record_path interned it
+				      (dc_files_intern), else NULL: r->path equal to it lives
+				      for the run, and caches key it by its address */
 	char path[DC_PATH_MAX * 2];
 	char rpath[DC_PATH_MAX * 2]; /* the kernel's path of it (dc_files_real) */
 	char path2[DC_PATH_MAX * 2]; /* the same two for a call's second string */
@@ -236,7 +239,9 @@ static const struct pquote *probe_quotes(struct dc_consumer *c, unsigned probe,
 static void write_record(struct dc_consumer *c, const struct dc_record *r,
 			 const struct dc_qname *nc)
 {
-	const char *fh = r->path ? dc_writer_file(c->w, r->pid, r->tid, r->path) : NULL;
+	const char *fh = !r->path ? NULL : r->path == c->path_run
+			 ? dc_writer_file_run(c->w, r->pid, r->tid, r->path)
+			 : dc_writer_file(c->w, r->pid, r->tid, r->path);
 	char fh2[17] = "";
 	if (r->path2) /* (dc_writer_file's hash lives until its next call) */
 		snprintf(fh2, sizeof(fh2), "%s", dc_writer_file(c->w, r->pid, r->tid, r->path2));
@@ -713,6 +718,7 @@ static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
 			int64_t ret)
 {
 	const struct dc_func *f = pr->func;
+	int run = 1; /* r->path is interned (the fd table's, or made so below) */
 	if (epath) {
 		r->path = dc_files_resolve(pf, d->dirfdi >= 0,
 					   d->dirfdi >= 0 ? (int)e->args[d->dirfdi] : 0,
@@ -738,6 +744,7 @@ static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
 				dc_rec_strq(r, "pathname", c->qk[QK_PATHNAME], given);
 			r->path = real;
 		}
+		run = 0;
 	} else if (d->fdi >= 0) {
 		r->path = dc_files_fd_at(pf, (int)e->args[d->fdi], e->ts);
 	} else if (d->fd >= 0) {
@@ -757,10 +764,14 @@ static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
 			 "socket", (unsigned long long)e->ino);
 		r->path = special;
 	}
-	if (r->path) { /* the fd table may change below: keep our own copy */
-		const char *k = dc_rec_keep(r, r->path, strlen(r->path));
-		r->path = k;
+	if (r->path == special) { /* a string of this call only */
+		r->path = dc_rec_keep(r, special, strlen(special));
+		run = 0;
+	} else if (r->path && !run) { /* a named file: the fd table will hold it if opened */
+		r->path = dc_files_intern(r->path);
+		run = 1;
 	}
+	c->path_run = run ? r->path : NULL;
 	/* a call on two files (copy_file_range, sendfile, splice): the second one's path */
 	const char *p2 = d->fd2i >= 0 ? dc_files_fd_at(pf, (int)e->args[d->fd2i], e->ts) : NULL;
 	if (!p2 && d->fd2i >= 0 && (e->flags & (DC_F_PIPE2 | DC_F_SOCKET2))) {
@@ -857,6 +868,13 @@ static void note_parent(struct dc_consumer *c, const struct dc_record *r)
 		(uint64_t)r->p_idx;
 }
 
+/* Does the script drop r's file (dc.drop_paths)? An interned path's answer by its address. */
+static int drops_path(struct dc_consumer *c, const struct dc_record *r)
+{
+	return r->path && r->path == c->path_run ? dc_script_drops_path_run(c->script, r->path)
+						 : dc_script_drops_path(c->script, r->path);
+}
+
 /* Hands the record of a call on: into profile mode's aggregates (a call BPF could not
  * aggregate), or through the script's on_event to the trace, and into the run's totals. */
 static void deliver(struct dc_consumer *c, struct dc_record *r, const struct dc_probe *pr,
@@ -884,7 +902,7 @@ static void deliver(struct dc_consumer *c, struct dc_record *r, const struct dc_
 	name_thread(c, th, r->pid, r->tid);
 	int parent = took_parent(th, r);
 	int called = 0; /* the script's callback saw r (and may have changed it) */
-	if (c->script && (dc_script_drops_path(c->script, r->path) ||
+	if (c->script && (drops_path(c, r) ||
 			  ((called = dc_script_wants_events(c->script)) &&
 			   !dc_script_event(c->script, r))) &&
 	    !parent) { /* a call its written nested calls name stays: the nesting stays valid */
@@ -899,7 +917,7 @@ static void deliver(struct dc_consumer *c, struct dc_record *r, const struct dc_
 	if (c->prof)
 		dc_profile_total(c->prof, r->pid, e->probe, e->dur,
 				 called ? record_bytes(c, r, pr) : asked, moved,
-				 r->path);
+				 r->path, r->path && r->path == c->path_run);
 }
 
 /* A returned call: decode its args by the probe description, then write it. epath and

@@ -15,25 +15,67 @@
 
 #include "util.h"
 
+/* The run's file names: every path the tables below hold is one of these, stored once and
+ * kept until dc_files_clear (dc_files_intern), so that a path's address names it for the
+ * whole run. Memory: one copy of each distinct path seen (the writer keeps one too, for
+ * its FH record). */
+struct intern_slot {
+	uint64_t h;
+	char *s; /* NULL: empty slot */
+};
+
+static uint64_t intern_hash(const void *slot)
+{
+	return ((const struct intern_slot *)slot)->h;
+}
+
+static int intern_used(const void *slot)
+{
+	return ((const struct intern_slot *)slot)->s != NULL;
+}
+
+static struct dc_htab interned = { .size = sizeof(struct intern_slot), .first = 1024,
+				   .hash = intern_hash, .used = intern_used };
+
+static int intern_eq(const void *slot, const void *key)
+{
+	return !strcmp(((const struct intern_slot *)slot)->s, key);
+}
+
+const char *dc_files_intern(const char *s)
+{
+	if (!s)
+		return NULL;
+	uint64_t h = dc_hash_bytes(14695981039346656037ULL, s, strlen(s));
+	if (dc_htab_reserve(&interned))
+		dc_oom();
+	struct intern_slot *e = dc_htab_find(&interned, h, intern_eq, s);
+	if (!e->s) {
+		*e = (struct intern_slot){ .h = h, .s = dc_xstrdup(s) };
+		interned.n++;
+	}
+	return e->s;
+}
+
 struct dir_entry {
 	uint64_t dirp;
-	char *path;
+	const char *path; /* interned */
 };
 
 /* One fd: its path now, and the path it had before its last close, so that an event
  * that started before that close (fclose, whose nested close(2) returns first) still
  * finds it. Times are the calls' entry times, ns (CLOCK_MONOTONIC). */
 struct fd_slot {
-	char *path;      /* NULL: unknown or closed */
+	const char *path; /* interned; NULL: unknown or closed */
 	uint64_t opened; /* when the call that opened it returned (0: before we looked) */
-	char *old;       /* the path before the last close, NULL none */
+	const char *old; /* the path before the last close (interned), NULL none */
 	uint64_t closed; /* when the call that closed it started */
 };
 
 /* One file mapping, [start, end). */
 struct map_entry {
 	uint64_t start, end;
-	char *path;
+	const char *path; /* interned */
 };
 
 struct dc_proc_files {
@@ -54,7 +96,7 @@ static struct dc_proc_files *buckets[NBUCKETS];
 /* The inode table: open addressing on (dev, ino), grown at half full. */
 struct inode_entry {
 	uint64_t dev, ino;
-	char *path;         /* NULL: empty slot */
+	const char *path;   /* interned; NULL: empty slot */
 };
 static uint64_t inode_hash(const void *slot)
 {
@@ -97,12 +139,6 @@ struct dc_proc_files *dc_files_get(int pid)
 
 static void free_proc(struct dc_proc_files *p)
 {
-	for (long i = 0; i < p->nfds; i++) {
-		free(p->fds[i].path);
-		free(p->fds[i].old);
-	}
-	for (int i = 0; i < p->ndirs; i++)
-		free(p->dirs[i].path);
 	dc_files_exec(p);
 	free(p->maps);
 	free(p->fds);
@@ -146,12 +182,11 @@ void dc_files_set_inode(uint64_t dev, uint64_t ino, const char *abs)
 	if (dc_htab_reserve(&inodes))
 		dc_oom();
 	struct inode_entry *e = inode_slot(dev, ino);
-	if (e->path && !strcmp(e->path, abs))
+	const char *c = dc_files_intern(abs);
+	if (e->path == c)
 		return;
-	char *c = dc_xstrdup(abs);
 	if (!e->path)
 		inodes.n++;
-	free(e->path);
 	*e = (struct inode_entry){ .dev = dev, .ino = ino, .path = c };
 }
 
@@ -164,9 +199,6 @@ const char *dc_files_inode(uint64_t dev, uint64_t ino)
 
 void dc_files_clear(void)
 {
-	struct inode_entry *ie = inodes.slots;
-	for (size_t i = 0; i < inodes.cap; i++)
-		free(ie[i].path);
 	dc_htab_free(&inodes);
 	for (int b = 0; b < NBUCKETS; b++) {
 		while (buckets[b]) {
@@ -175,6 +207,10 @@ void dc_files_clear(void)
 			free_proc(p);
 		}
 	}
+	struct intern_slot *is = interned.slots; /* last: the tables above point into it */
+	for (size_t i = 0; i < interned.cap; i++)
+		free(is[i].s);
+	dc_htab_free(&interned);
 }
 
 void dc_files_fork(int parent, int child)
@@ -195,8 +231,8 @@ void dc_files_fork(int parent, int child)
 			     pp->maps[i].path);
 }
 
-/* Adds [start, end) -> path (path owned by the table now). */
-static void map_add(struct dc_proc_files *p, uint64_t start, uint64_t end, char *path)
+/* Adds [start, end) -> path (interned). */
+static void map_add(struct dc_proc_files *p, uint64_t start, uint64_t end, const char *path)
 {
 	if (p->nmaps == p->capmaps) {
 		p->capmaps = p->capmaps ? 2 * p->capmaps : 8;
@@ -217,7 +253,7 @@ void dc_files_unmap(struct dc_proc_files *p, uint64_t start, uint64_t len)
 			continue;
 		}
 		if (m->start < start && m->end > end) /* a hole in the middle: keep both sides */
-			map_add(p, end, p->maps[i].end, dc_xstrdup(p->maps[i].path));
+			map_add(p, end, p->maps[i].end, p->maps[i].path);
 		m = &p->maps[i];
 		if (m->start < start) {
 			m->end = start;
@@ -226,7 +262,6 @@ void dc_files_unmap(struct dc_proc_files *p, uint64_t start, uint64_t len)
 			m->start = end;
 			i++;
 		} else {
-			free(m->path);
 			p->maps[i] = p->maps[--p->nmaps];
 		}
 	}
@@ -236,7 +271,8 @@ void dc_files_map(struct dc_proc_files *p, uint64_t start, uint64_t len, const c
 {
 	dc_files_unmap(p, start, len); /* MAP_FIXED replaces what was there */
 	if (path && len)
-		map_add(p, start, start + len < start ? UINT64_MAX : start + len, dc_xstrdup(path));
+		map_add(p, start, start + len < start ? UINT64_MAX : start + len,
+			dc_files_intern(path));
 }
 
 const char *dc_files_mapped(const struct dc_proc_files *p, uint64_t addr)
@@ -249,8 +285,6 @@ const char *dc_files_mapped(const struct dc_proc_files *p, uint64_t addr)
 
 void dc_files_exec(struct dc_proc_files *p)
 {
-	for (int i = 0; i < p->nmaps; i++)
-		free(p->maps[i].path);
 	p->nmaps = 0;
 }
 
@@ -339,9 +373,8 @@ void dc_files_set_fd_at(struct dc_proc_files *p, long fd, const char *abs, uint6
 			s->closed = ts;
 		return;
 	}
-	char *c = abs ? dc_xstrdup(abs) : NULL;
+	const char *c = dc_files_intern(abs);
 	if (s->path) { /* closed, or replaced (dup2): remember what it was */
-		free(s->old);
 		s->old = s->path;
 		s->closed = ts;
 	}
@@ -378,9 +411,8 @@ void dc_files_set_dir(struct dc_proc_files *p, uint64_t dirp, const char *abs)
 	for (int i = 0; i < p->ndirs; i++) {
 		if (p->dirs[i].dirp != dirp)
 			continue;
-		free(p->dirs[i].path);
 		if (abs) {
-			p->dirs[i].path = dc_xstrdup(abs);
+			p->dirs[i].path = dc_files_intern(abs);
 		} else {
 			p->dirs[i] = p->dirs[--p->ndirs];
 		}
@@ -393,7 +425,7 @@ void dc_files_set_dir(struct dc_proc_files *p, uint64_t dirp, const char *abs)
 		p->dirs = dc_xrealloc(p->dirs, p->capdirs * sizeof(*p->dirs));
 	}
 	p->dirs[p->ndirs].dirp = dirp;
-	p->dirs[p->ndirs].path = dc_xstrdup(abs);
+	p->dirs[p->ndirs].path = dc_files_intern(abs);
 	p->ndirs++;
 }
 

@@ -7,6 +7,13 @@
 
 struct dc_proc_files;
 
+/* The run's copy of path s (NUL-terminated; NULL gives NULL): one per distinct string, kept
+ * until dc_files_clear, so that two paths are the same file name exactly when their
+ * addresses are equal. Every path the getters below return (dc_files_fd, _fd_at, _dir,
+ * _mapped, _inode) is one: callers may keep it, and key caches by its address, for the
+ * run. Memory: one copy of each distinct path seen; never fails (dc_oom). */
+const char *dc_files_intern(const char *s);
+
 /* Returns the state of process `pid`, creating it empty (cwd "/") when absent. */
 struct dc_proc_files *dc_files_get(int pid);
 /* Returns the state of `pid` or NULL when we hold none. */
@@ -19,7 +26,7 @@ void dc_files_exit(int pid);
  * and the inode table from the files its fds hold.
  * Returns 0, or -1 when /proc/PID cannot be read. */
 int dc_files_from_proc(int pid);
-/* Forgets everything (end of run). */
+/* Forgets everything, the interned paths too (end of run). */
 void dc_files_clear(void);
 
 void dc_files_set_cwd(struct dc_proc_files *p, const char *abs);

@@ -44,6 +44,8 @@ struct dc_script {
 	char **drops;               /* dc.drop_paths prefixes, applied in C before any callback */
 	size_t droplen[64];         /* their lengths */
 	int ndrops;
+	struct { const char *path; int drop; } dmemo[64]; /* dc_script_drops_path_run's
+				       answers by path address; cleared when prefixes are added */
 	int end_ref;                /* dc.on_end's function, LUA_NOREF: none */
 	unsigned long errors;
 	int started;                /* the script has run: dc.probe is closed */
@@ -624,7 +626,23 @@ static int l_drop_paths(lua_State *L)
 		s->droplen[s->ndrops++] = strlen(p);
 		lua_pop(L, 1);
 	}
+	memset(s->dmemo, 0, sizeof(s->dmemo));
 	return 0;
+}
+
+int dc_script_drops_path_run(struct dc_script *s, const char *path)
+{
+	unsigned k = (unsigned)(((uintptr_t)path * 0x9E3779B97F4A7C15ULL) >> 58);
+	_Static_assert(sizeof(s->dmemo) / sizeof(s->dmemo[0]) == 1u << (64 - 58),
+		       "the memo index is the mix's top 6 bits");
+	if (!path || s->dmemo[k].path != path) {
+		int drop = dc_script_drops_path(s, path);
+		if (!path)
+			return drop;
+		s->dmemo[k].path = path;
+		s->dmemo[k].drop = drop;
+	}
+	return s->dmemo[k].drop;
 }
 
 int dc_script_drops_path(const struct dc_script *s, const char *path)

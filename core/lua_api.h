@@ -80,6 +80,10 @@ int dc_script_wants_events(const struct dc_script *s);
 
 /* 1 when path (may be NULL: 0) starts with a prefix the script gave dc.drop_paths. */
 int dc_script_drops_path(const struct dc_script *s, const char *path);
+/* The same for a path that lives, unchanged, for the run (fdtable.h dc_files_intern): the
+ * answer is remembered by the path's address (64 of them, direct-mapped), and forgotten
+ * when dc.drop_paths adds prefixes. */
+int dc_script_drops_path_run(struct dc_script *s, const char *path);
 
 /* Offers r to the event callback: the callback may drop it (returns false) or change
  * name, cat, path, ts, dur and args (strings are copied into r's arena). Returns 1 to

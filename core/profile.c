@@ -51,10 +51,14 @@ struct dc_profile {
 	uint64_t dropped;    /* counter events the script's callbacks dropped */
 	/* dc_profile_total's recent entries: DC_TC_SETS sets of two ways, the set chosen by a
 	 * multiplicative mix of (pid, probe) (two ranks' pids often differ in one bit only),
-	 * way 0 the most recent. Valid while the totals table keeps its capacity (a rehash
-	 * moves entries; none is ever removed). */
+	 * way 0 the most recent; src: the interned path it was found by (NULL: not one).
+	 * Valid while the totals table keeps its capacity (a rehash moves entries; none is
+	 * ever removed). */
 #define DC_TC_SETS 32
-	struct entry *tc[DC_TC_SETS][2];
+	struct tc_way {
+		struct entry *e;
+		const char *src;
+	} tc[DC_TC_SETS][2];
 	size_t tc_cap;
 	struct dc_record rec;
 	char special[48];    /* key_path's pipe:[N] or socket:[N] */
@@ -207,35 +211,44 @@ void dc_profile_add(struct dc_profile *p, int pid, unsigned probe, uint64_t end_
 	one_call(&slot(&p->pending, pid, probe, interval, path)->a, dur_ns, bytes, moved);
 }
 
+/* Is way w the totals entry of (pid, probe, path)? run: path is interned. */
+static int way_hit(const struct tc_way *w, int pid, unsigned probe, const char *path, int run)
+{
+	if (!w->e || w->e->pid != pid || w->e->probe != probe)
+		return 0;
+	if (run && w->src) /* both interned: one address per string */
+		return w->src == path;
+	return same(w->e, pid, probe, UINT32_MAX, path);
+}
+
 void dc_profile_total(struct dc_profile *p, int pid, unsigned probe, uint64_t dur_ns,
-		      int64_t bytes, int64_t moved, const char *path)
+		      int64_t bytes, int64_t moved, const char *path, int run)
 {
 	/* a run of calls mostly hits a few (pid, probe, file) entries: those are looked up
-	 * without hashing the path (the path is still compared: a closed fd's path is freed,
-	 * and the next open may reuse its address for another file) */
+	 * without hashing the path, and an interned one without comparing it either */
 	unsigned k = ((unsigned)pid * 0x9E3779B1u + probe * 0x85EBCA77u) >> 27;
-	struct entry **set = p->tc[k], *e;
+	struct tc_way *set = p->tc[k], w;
 	_Static_assert(DC_TC_SETS == 1u << (32 - 27), "the set index is the mix's top 5 bits");
 	if (p->tc_cap != p->totals.h.cap) {
 		memset(p->tc, 0, sizeof(p->tc));
 		p->tc_cap = p->totals.h.cap;
 	}
-	if (set[0] && same(set[0], pid, probe, UINT32_MAX, path)) {
-		e = set[0];
-	} else if (set[1] && same(set[1], pid, probe, UINT32_MAX, path)) {
-		e = set[1];
+	if (way_hit(&set[0], pid, probe, path, run)) {
+		w = set[0];
+	} else if (way_hit(&set[1], pid, probe, path, run)) {
+		w = set[1];
 		set[1] = set[0];
-		set[0] = e;
 	} else {
-		e = slot(&p->totals, pid, probe, UINT32_MAX, path);
+		w.e = slot(&p->totals, pid, probe, UINT32_MAX, path);
 		if (p->tc_cap != p->totals.h.cap) { /* slot grew the table: every way is stale */
 			memset(p->tc, 0, sizeof(p->tc));
 			p->tc_cap = p->totals.h.cap;
 		}
 		set[1] = set[0];
-		set[0] = e;
 	}
-	one_call(&e->a, dur_ns, bytes, moved);
+	w.src = run ? path : NULL;
+	set[0] = w;
+	one_call(&w.e->a, dur_ns, bytes, moved);
 }
 
 /* The slot of (pid, id) in the opens table: its entry, or the empty one to fill. */

@@ -42,9 +42,10 @@ void dc_profile_add(struct dc_profile *p, int pid, unsigned probe, uint64_t end_
  * aggregates of calls on that handle by open_id (bpf/common.bpf.h `handles`). */
 void dc_profile_handle(struct dc_profile *p, int pid, uint64_t open_id, const char *path);
 
-/* A written complete event (trace mode), for the totals. */
+/* A written complete event (trace mode), for the totals: as dc_profile_add; run: 1 when
+ * path is interned (fdtable.h dc_files_intern: its address names it for the run). */
 void dc_profile_total(struct dc_profile *p, int pid, unsigned probe, uint64_t dur_ns,
-		      int64_t bytes, int64_t moved, const char *path);
+		      int64_t bytes, int64_t moved, const char *path, int run);
 
 /* Reads the BPF aggregates of the intervals that have ended by now_ns (all when final),
  * deletes them from the map, and writes one counter event per (interval, process,

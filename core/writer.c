@@ -96,6 +96,13 @@ struct dc_writer {
 	 * hashing the string (entries never move or go before dc_writer_close) */
 #define DC_RECENT 8
 	struct dc_strent *recent_fh[DC_RECENT], *recent_sh[DC_RECENT];
+	/* dc_writer_file_run's paths by address (direct-mapped, DC_RUN_FH of them): the
+	 * caller's string lives unchanged until dc_writer_close, so its address names it */
+#define DC_RUN_FH 64
+	struct {
+		const char *src;
+		const char *hash; /* its strent's hash: lives until dc_writer_close */
+	} run_fh[DC_RUN_FH];
 };
 
 /* ---------------------------------------------------------------------------------------
@@ -732,6 +739,20 @@ struct dc_writer *dc_writer_open(const char *path, int compress, const char *hos
 const char *dc_writer_file(struct dc_writer *w, int pid, int tid, const char *path)
 {
 	return hashed_string(w, &w->fh, "FH", pid, tid, path);
+}
+
+const char *dc_writer_file_run(struct dc_writer *w, int pid, int tid, const char *path)
+{
+	unsigned k = (unsigned)(((uintptr_t)path * 0x9E3779B97F4A7C15ULL) >> 58);
+	_Static_assert(DC_RUN_FH == 1u << (64 - 58), "the index is the mix's top 6 bits");
+	if (path && w->run_fh[k].src == path)
+		return w->run_fh[k].hash;
+	const char *h = hashed_string(w, &w->fh, "FH", pid, tid, path);
+	if (path && h != w->spare) { /* (w->spare: out of memory, valid until the next call) */
+		w->run_fh[k].src = path;
+		w->run_fh[k].hash = h;
+	}
+	return h;
 }
 
 const char *dc_writer_string(struct dc_writer *w, int pid, int tid, const char *s)

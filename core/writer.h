@@ -33,6 +33,9 @@ struct dc_writer *dc_writer_open(const char *path, int compress, const char *hos
 /* Returns the 16-hex hash of a file path, writing its FH record (with pid, tid) the first
  * time this path is seen. The returned pointer stays valid until dc_writer_close. */
 const char *dc_writer_file(struct dc_writer *w, int pid, int tid, const char *path);
+/* dc_writer_file for a path that lives, unchanged, until dc_writer_close (an interned one:
+ * fdtable.h dc_files_intern): found again by its address, without hashing or comparing it. */
+const char *dc_writer_file_run(struct dc_writer *w, int pid, int tid, const char *path);
 /* Same for any other string: SH record. */
 const char *dc_writer_string(struct dc_writer *w, int pid, int tid, const char *s);
 

@@ -1,5 +1,6 @@
 /* unit_fdtable.c: core/fdtable.c's fd history on known orders of events: another thread's
- * close seen after the open that reused its fd, a nested close seen before its caller. */
+ * close seen after the open that reused its fd, a nested close seen before its caller;
+ * the interned paths (one address per string for the run). */
 #include "fdtable.h"
 
 #include <string.h>
@@ -50,6 +51,20 @@ int main(void)
 	dc_files_set_fd_at(r, 5, NULL, 20);
 	WANT(r, 5, 10, "/e");
 	WANT(r, 5, 60, NULL);
+
+	/* the tables' paths are interned: one address per string for the run, kept after the
+	 * fd that held it was closed and its process gone */
+	char buf[8];
+	snprintf(buf, sizeof(buf), "/%s", "b");
+	const char *ib = dc_files_intern(buf);
+	CHECK(ib == dc_files_fd_at(p, 3, 80), "/b interned: %p, fd 3's %p", (void *)ib,
+	      (void *)dc_files_fd_at(p, 3, 80));
+	CHECK(ib != buf && !strcmp(ib, "/b"), "dc_files_intern keeps its own copy: '%s'", ib);
+	dc_files_set_fd_at(q, 7, buf, 70);
+	CHECK(dc_files_fd(q, 7) == ib, "another process's fd on /b: the same address");
+	dc_files_exit(100);
+	CHECK(dc_files_intern("/b") == ib && !strcmp(ib, "/b"), "/b outlives its processes");
+	CHECK(dc_files_intern("/c") != ib && dc_files_intern(NULL) == NULL, "/c and NULL");
 	dc_files_clear();
 	return UNIT_DONE("unit_fdtable");
 }

@@ -132,6 +132,11 @@ static void write_sample(struct dc_writer *w, int complete, const char *what)
 	again = dc_writer_file(w, 100, 101, "/data/a.bin");
 	snprintf(msg, sizeof(msg), "%s: FH dedup returns the same pointer", what);
 	check(again == fa, msg);
+	/* by address: the same hash, no second FH record (the output below is exact) */
+	static char run_path[] = "/data/a.bin";
+	snprintf(msg, sizeof(msg), "%s: dc_writer_file_run finds a.bin's FH, twice", what);
+	check(dc_writer_file_run(w, 100, 101, run_path) == fa &&
+	      dc_writer_file_run(w, 100, 101, run_path) == fa, msg);
 	dc_writer_string(w, 100, 100, "/data/a.bin"); /* own table: an SH record too */
 
 	dc_writer_begin(w, 1, "open64", "POSIX", 100, 101, TS, 12);
