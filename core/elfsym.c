@@ -11,6 +11,7 @@
 #include <glob.h>
 #include <libelf.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -807,9 +808,86 @@ struct sym {
 };
 
 struct dc_elf_syms {
-	struct sym *syms;       /* sorted by name, one entry per name */
+	struct sym *syms;       /* sorted by name, one entry per name; read-only once built */
 	int n;
+	int refs;               /* holders: callers and syms_cache (under syms_lock) */
 };
+
+/* dc_elf_syms_open's recent files, shared: the feature checks, the resolver and the
+ * loader watch open libc's symbols several times a run (each a read and a sort of some
+ * 10^4 names: ~20M instructions), now once. Keyed by the opened file's identity (fstat(2):
+ * device, inode, size, mtime, ctime), so that a file replaced or rewritten is read again;
+ * the least recently used of SYMS_CACHE goes. A built table is never written again, so
+ * threads share it; refs and the cache change under syms_lock. */
+#define SYMS_CACHE 4
+static struct syms_slot {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtim, ctim;
+	unsigned long used; /* syms_clock when last handed out; 0: empty */
+	struct dc_elf_syms *s;
+} syms_cache[SYMS_CACHE];
+static unsigned long syms_clock;
+static pthread_mutex_t syms_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int same_file(const struct syms_slot *c, const struct stat *st)
+{
+	return c->used && c->dev == st->st_dev && c->ino == st->st_ino &&
+	       c->size == st->st_size && c->mtim.tv_sec == st->st_mtim.tv_sec &&
+	       c->mtim.tv_nsec == st->st_mtim.tv_nsec && c->ctim.tv_sec == st->st_ctim.tv_sec &&
+	       c->ctim.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+static void syms_free(struct dc_elf_syms *s)
+{
+	for (int i = 0; i < s->n; i++)
+		free(s->syms[i].name);
+	free(s->syms);
+	free(s);
+}
+
+/* The cached table of the file st describes, with a reference for the caller, or NULL. */
+static struct dc_elf_syms *cache_get(const struct stat *st)
+{
+	struct dc_elf_syms *s = NULL;
+	pthread_mutex_lock(&syms_lock);
+	for (int i = 0; i < SYMS_CACHE && !s; i++) {
+		if (same_file(&syms_cache[i], st)) {
+			s = syms_cache[i].s;
+			s->refs++;
+			syms_cache[i].used = ++syms_clock;
+		}
+	}
+	pthread_mutex_unlock(&syms_lock);
+	return s;
+}
+
+/* Keeps s (just built, s->refs 1: the caller's) for the file st describes, in place of
+ * the least recently used entry. */
+static void cache_put(const struct stat *st, struct dc_elf_syms *s)
+{
+	struct dc_elf_syms *gone = NULL;
+	pthread_mutex_lock(&syms_lock);
+	struct syms_slot *c = &syms_cache[0];
+	for (int i = 0; i < SYMS_CACHE; i++) {
+		if (same_file(&syms_cache[i], st)) { /* another thread built it meanwhile */
+			pthread_mutex_unlock(&syms_lock);
+			return;
+		}
+		if (syms_cache[i].used < c->used)
+			c = &syms_cache[i];
+	}
+	if (c->used && --c->s->refs == 0)
+		gone = c->s;
+	*c = (struct syms_slot){ .dev = st->st_dev, .ino = st->st_ino, .size = st->st_size,
+				 .mtim = st->st_mtim, .ctim = st->st_ctim, .used = ++syms_clock,
+				 .s = s };
+	s->refs++;
+	pthread_mutex_unlock(&syms_lock);
+	if (gone)
+		syms_free(gone);
+}
 
 /* Orders by name, then rank, then reading order (.dynsym before .symtab). */
 static int sym_cmp(const void *a, const void *b)
@@ -926,6 +1004,12 @@ struct dc_elf_syms *dc_elf_syms_open(const char *path, char *err, size_t errlen)
 
 	if (elf_file_open(&f, path, err, errlen) != 0)
 		return NULL;
+	struct stat st;
+	int keyed = fstat(f.fd, &st) == 0;
+	if (keyed && (s = cache_get(&st))) {
+		elf_file_close(&f);
+		return s;
+	}
 	if (!(s = calloc(1, sizeof *s))) {
 		set_err(err, errlen, "%s: out of memory", path);
 		elf_file_close(&f);
@@ -991,12 +1075,15 @@ struct dc_elf_syms *dc_elf_syms_open(const char *path, char *err, size_t errlen)
 		s->syms[j++] = s->syms[i];
 	}
 	s->n = j;
+	s->refs = 1;
+	if (keyed)
+		cache_put(&st, s);
 	return s;
 
 oom:
 	set_err(err, errlen, "%s: out of memory", path);
 	elf_file_close(&f);
-	dc_elf_syms_close(s);
+	syms_free(s); /* (not shared yet) */
 	return NULL;
 }
 
@@ -1080,14 +1167,13 @@ int dc_elf_sym_glob(const struct dc_elf_syms *s, const char *glob,
 
 void dc_elf_syms_close(struct dc_elf_syms *s)
 {
-	int i;
-
 	if (!s)
 		return;
-	for (i = 0; i < s->n; i++)
-		free(s->syms[i].name);
-	free(s->syms);
-	free(s);
+	pthread_mutex_lock(&syms_lock);
+	int last = --s->refs == 0;
+	pthread_mutex_unlock(&syms_lock);
+	if (last)
+		syms_free(s);
 }
 
 int dc_elf_dynsym_value(const char *path, const char *name, uint64_t *value)

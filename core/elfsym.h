@@ -25,7 +25,10 @@ int dc_elf_which(const char *binary, char *out, size_t outlen, char *err, size_t
  * of its separate debug file found by build-id (/usr/lib/debug/.build-id/xx/yyyy.debug). */
 struct dc_elf_syms;
 
-/* Loads the function symbols of `path`. Returns NULL with err on failure. */
+/* Loads the function symbols of `path`. Returns NULL with err on failure. The table is
+ * read-only and may be shared: the last few files' tables are kept, by the opened file's
+ * identity (fstat(2)), and handed to the next caller that opens the same file (any
+ * thread); each caller closes its own with dc_elf_syms_close. */
 struct dc_elf_syms *dc_elf_syms_open(const char *path, char *err, size_t errlen);
 
 /* Looks up a defined function symbol by exact name (the default version, `name@@VER`,
@@ -45,6 +48,7 @@ int dc_elf_sym_local(const struct dc_elf_syms *s, const char *name);
 int dc_elf_sym_glob(const struct dc_elf_syms *s, const char *glob,
 		    int (*fn)(const char *name, uint64_t offset, void *arg), void *arg);
 
+/* Gives back a table dc_elf_syms_open returned (NULL: nothing); freed with its last holder. */
 void dc_elf_syms_close(struct dc_elf_syms *s);
 
 /* The st_value (a virtual address relative to the load base, for a shared object) of the

@@ -367,6 +367,50 @@ static int glob_stop(const char *name, uint64_t off, void *arg)
 	return 1;
 }
 
+/* Copies file from to to (created, or truncated and rewritten in place: same inode). */
+static int copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	size_t n;
+	FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
+	int ok = in && out;
+
+	while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0)
+		ok = fwrite(buf, 1, n, out) == n;
+	if (in)
+		fclose(in);
+	if (out && fclose(out))
+		ok = 0;
+	return ok ? 0 : -1;
+}
+
+/* The tables are shared by file identity: libc's again is the same table; a copy of it
+ * (another inode) is another with the same offsets; the copy rewritten in place with
+ * another program (a new size and mtime) is read again. read_off: libc's read. */
+static void test_shared(uint64_t read_off)
+{
+	char err[512], copy[PATH_MAX];
+	struct dc_elf_syms *a = dc_elf_syms_open(libc_path, err, sizeof err);
+	struct dc_elf_syms *b = dc_elf_syms_open(libc_path, err, sizeof err);
+
+	CHECK(a && a == b, "libc opened twice: one shared table (%p, %p)", (void *)a, (void *)b);
+	dc_elf_syms_close(a);
+	CHECK(dc_elf_sym_offset(b, "read") == read_off, "the table outlives one holder's close");
+	dc_elf_syms_close(b);
+	snprintf(copy, sizeof copy, "%s/libcopy.so", tmpdir);
+	CHECK(copy_file(libc_path, copy) == 0, "copy libc to %s", copy);
+	struct dc_elf_syms *c = dc_elf_syms_open(copy, err, sizeof err);
+	CHECK(c && c != b && dc_elf_sym_offset(c, "read") == read_off,
+	      "the copy: its own table, the same offsets");
+	dc_elf_syms_close(c);
+	CHECK(copy_file("/bin/true", copy) == 0, "rewrite %s with /bin/true", copy);
+	c = dc_elf_syms_open(copy, err, sizeof err);
+	CHECK(c && dc_elf_sym_offset(c, "read") == 0,
+	      "rewritten in place: read again (no read of its own)");
+	dc_elf_syms_close(c);
+	unlink(copy);
+}
+
 static void test_syms(void)
 {
 	struct dc_elf_syms *s;
@@ -433,6 +477,7 @@ static void test_syms(void)
 		      strcmp(type, "IFUNC") != 0, "glob gave an IFUNC");
 	}
 	dc_elf_syms_close(s);
+	test_shared(r);
 
 	s = dc_elf_syms_open("/etc/passwd", err, sizeof err);
 	CHECK(!s && strcmp(err, "/etc/passwd: not an ELF file") == 0, "non-ELF: '%s'", err);
