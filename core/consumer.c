@@ -91,6 +91,8 @@ struct dc_consumer {
 	const struct dc_qkey *qk[QK_N];
 	struct pquote **pq;        /* per probe (nknown), NULL until its first record */
 	struct dc_record rec;      /* reused for every event */
+	int held_pid;              /* dc_consumer_held's child until its exec, 0: none */
+	uint64_t held_until;       /* its calls entering from then on are the command's */
 	const char *path_run;      /* the last record's path when record_path interned it
 				      (dc_files_intern), else NULL: r->path equal to it lives
 				      for the run, and caches key it by its address */
@@ -929,6 +931,11 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 	if (!pr || (e->probe >= c->nknown && dc_consumer_probes_added(c)))
 		return;
 	const struct dc_func *f = pr->func;
+	if ((int)e->pid == c->held_pid) { /* before the command's exec: datacrumbs' own calls */
+		if (e->ts < c->held_until)
+			return;
+		c->held_pid = 0;
+	}
 	struct dc_proc_files *pf = dc_files_find(e->pid);
 	if (!pf) {
 		/* a process whose fork record we did not get (lost, or it predates -p):
@@ -997,6 +1004,8 @@ static void on_process(struct dc_consumer *c, const struct dc_event *e, const ch
 		break;
 	}
 	case DC_EV_EXEC: {
+		if ((int)e->pid == c->held_pid) /* the command runs: its calls from here on */
+			c->held_pid = 0;
 		if (dc_files_find(e->pid)) /* a new address space: no mappings */
 			dc_files_exec(dc_files_find(e->pid));
 		struct seen *p = seen_slot(c, (uint64_t)e->pid << 32, &added);
@@ -1182,6 +1191,17 @@ void dc_consumer_add_process(struct dc_consumer *c, int pid, const char *name)
 {
 	dc_files_from_proc(pid);
 	name_process(c, pid, name);
+}
+
+void dc_consumer_held(struct dc_consumer *c, int pid)
+{
+	c->held_pid = pid;
+	c->held_until = UINT64_MAX;
+}
+
+void dc_consumer_held_execd_by(struct dc_consumer *c, uint64_t exec_ns)
+{
+	c->held_until = exec_ns;
 }
 
 void dc_consumer_add_task(struct dc_consumer *c, int pid, int rank)

@@ -55,6 +55,17 @@ int dc_consumer_yielded(const struct dc_consumer *c);
  * (process_name record) and seeds its fd table from /proc (inherited fds, cwd). */
 void dc_consumer_add_process(struct dc_consumer *c, int pid, const char *name);
 
+/* pid is the child datacrumbs forked for the command, traced before it execs: its calls
+ * until its exec (DC_EV_EXEC) are datacrumbs' own (the wait for the start byte, the fds
+ * it closes: core/session.c spawn_held), not the command's, and are not written. They can
+ * be seen at all when the child reaches them after the probes are attached. */
+void dc_consumer_held(struct dc_consumer *c, int pid);
+
+/* The held child has exec'd by exec_ns (CLOCK_MONOTONIC ns: datacrumbs saw its exec
+ * status pipe close): a call of it entering later is the command's even if the exec
+ * record was lost. */
+void dc_consumer_held_execd_by(struct dc_consumer *c, uint64_t exec_ns);
+
 /* Call events written, and dropped by the script, so far. */
 uint64_t dc_consumer_written(const struct dc_consumer *c);
 uint64_t dc_consumer_dropped(const struct dc_consumer *c);

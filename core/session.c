@@ -1108,6 +1108,8 @@ static int attach_probes(struct session *s)
 	}
 	follow_dlopen(s);
 	dc_consumer_add_process(s->cons, s->child, s->name);
+	if (s->started) /* our forked child, not -p's process */
+		dc_consumer_held(s->cons, s->child);
 	dc_script_set_emitter(s->script, emit_record_cb, s->cons, s->child);
 	dc_script_set_stats(s->script, stats_cb, s);
 	dc_script_set_reader(s->script, read_cb, s);
@@ -1209,6 +1211,9 @@ static int start_target(struct session *s)
 		}
 		close(s->stfd);
 		s->stfd = -1;
+		struct timespec ts; /* after the exec: a later call is the command's */
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		dc_consumer_held_execd_by(s->cons, (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec);
 	}
 	return 0;
 }
