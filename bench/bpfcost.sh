@@ -69,6 +69,8 @@ def rd_(f):
     for l in open(f):
         if l.strip():
             p = json.loads(l)
+            if "id" not in p: # freed between the fdinfo listing and bpftool's show
+                continue      # (the session check's programs, closed by its settle thread)
             d[p["id"]] = (p.get("name", "?"), p.get("run_time_ns", 0), p.get("run_cnt", 0))
     return d
 b, a = rd_(bf), rd_(af)
