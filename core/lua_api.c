@@ -24,6 +24,23 @@
 #include "trust.h"
 #include "util.h"
 
+/* The event table's own keys, at these indices of the keys table. */
+enum ev_key { K_ID = 1, K_NAME, K_CAT, K_PID, K_TID, K_TS, K_DUR, K_LEVEL, K_P_IDX, K_PH,
+	      K_PATH, K_PATH2, K_ARGS, K_PH_C, K_PH_X, K_NFIXED };
+static const char *const ev_keys[K_NFIXED] = {
+	[K_ID] = "id", [K_NAME] = "name", [K_CAT] = "cat", [K_PID] = "pid", [K_TID] = "tid",
+	[K_TS] = "ts", [K_DUR] = "dur", [K_LEVEL] = "level", [K_P_IDX] = "p_idx",
+	[K_PH] = "ph", [K_PATH] = "path", [K_PATH2] = "path2", [K_ARGS] = "args",
+	[K_PH_C] = "C", [K_PH_X] = "X",
+};
+
+/* The Lua strings handed to the callbacks (ev_field), to tell an unchanged field from a
+ * changed one when reading the event back. */
+struct pushed {
+	const char *name, *cat, *path, *path2;
+	const char *key[DC_REC_ARGS], *val[DC_REC_ARGS];
+};
+
 /* One dc.on_event callback and the events it wants. */
 struct callback {
 	int ref;                    /* the function, in the registry */
@@ -74,6 +91,18 @@ struct dc_script {
 	size_t wcap, wused;
 	int nreuse;                 /* callbacks that asked for reuse = true */
 	int ev_ref, args_ref;       /* the reused ev and ev.args tables (LUA_NOREF: none yet) */
+	/* the event in the callbacks' hands (dc_script_event), which ev's metamethods fill
+	 * ev from, field by field as the script reads them (ev_index): its record, its table
+	 * (NULL between events: ev of an event whose callbacks returned), bit K_* for each own
+	 * field a callback read or set (only those are read back), the Lua strings handed
+	 * out, and the Lua strings of the fixed keys (an interned short string has one
+	 * address: a key is told by its address) */
+	struct dc_record *cur;
+	const void *cur_ev;
+	unsigned touched;
+	struct pushed pu;
+	const char *fixed[K_NFIXED];
+	int evmt_ref;               /* ev's metatable (ev_metatable), LUA_NOREF: not made yet */
 };
 
 /* A C string of the event path and its Lua string: idx in the keys table, lua the
@@ -91,17 +120,9 @@ struct want_slot {
 	uint64_t mask;
 };
 
-/* The event table's own keys, at these indices of the keys table. */
-enum ev_key { K_ID = 1, K_NAME, K_CAT, K_PID, K_TID, K_TS, K_DUR, K_LEVEL, K_P_IDX, K_PH,
-	      K_PATH, K_PATH2, K_ARGS, K_PH_C, K_PH_X, K_NFIXED };
-static const char *const ev_keys[K_NFIXED] = {
-	[K_ID] = "id", [K_NAME] = "name", [K_CAT] = "cat", [K_PID] = "pid", [K_TID] = "tid",
-	[K_TS] = "ts", [K_DUR] = "dur", [K_LEVEL] = "level", [K_P_IDX] = "p_idx",
-	[K_PH] = "ph", [K_PATH] = "path", [K_PATH2] = "path2", [K_ARGS] = "args",
-	[K_PH_C] = "C", [K_PH_X] = "X",
-};
 
 static int on_error(lua_State *L); /* the message handler of every protected call */
+static void ev_fill(struct dc_script *s, lua_State *L, int idx);
 
 /* Reading Lua values into records (defined with dc_script_event below). */
 static int read_arg(lua_State *L, struct dc_record *r, struct dc_rec_arg *a);
@@ -662,7 +683,8 @@ int dc_script_drops_path(const struct dc_script *s, const char *path)
  *   fn sees only those events; filter.reuse = true: fn keeps no ev past its call, and
  *   when every callback says so one ev and one ev.args table serve the run (docs/lua-api.md).
  * Each call adds a callback; an event goes through the ones that want it in the order
- * they were added, all seeing the same table; the first false drops it. */
+ * they were added, all seeing the same table; the first false drops it. ev is filled as
+ * they read it (ev_index): a field never read during them cannot be read after them. */
 static int l_on_event(lua_State *L)
 {
 	struct dc_script *s = self(L);
@@ -808,6 +830,17 @@ static int emit(lua_State *L, int counter)
 		return luaL_error(L, "%s: tracing has not begun (call it from dc.on_event, "
 				  "dc.on_end or a timer)", counter ? "counter" : "emit");
 	lua_settop(L, 1);
+	if (s->cur_ev && lua_topointer(L, 1) == s->cur_ev) {
+		ev_fill(s, L, 1); /* the event in the callbacks' hands, whole */
+	} else if (lua_getmetatable(L, 1)) {
+		int ours = s->evmt_ref != LUA_NOREF &&
+			   lua_rawgeti(L, LUA_REGISTRYINDEX, s->evmt_ref) && lua_rawequal(L, -1, -2);
+		lua_settop(L, 1);
+		if (ours)
+			return luaL_error(L, "%s: ev of an event whose callbacks returned (ev is "
+					  "filled as they read it: emit a table of the fields kept)",
+					  counter ? "counter" : "emit");
+	}
 	record_from_table(L, s, s->emit_rec);
 	s->emit(s->emit_ctx, s->emit_rec, counter);
 	return 0;
@@ -1350,6 +1383,7 @@ struct dc_script *dc_script_new(uv_loop_t *loop, const struct dc_run_info *info)
 	s->proc_ref = LUA_NOREF;
 	s->keys_ref = LUA_NOREF;
 	s->ev_ref = s->args_ref = LUA_NOREF;
+	s->evmt_ref = LUA_NOREF;
 	s->info = info;
 	s->L = luaL_newstate();
 	if (!s->L) {
@@ -1661,7 +1695,7 @@ static int push_keys(struct dc_script *s, lua_State *L)
 	if (s->keys_ref == LUA_NOREF || !s->keys_ref) {
 		lua_createtable(L, 64, 0);
 		for (int i = 1; i < K_NFIXED; i++) {
-			lua_pushstring(L, ev_keys[i]);
+			s->fixed[i] = lua_pushstring(L, ev_keys[i]);
 			lua_rawseti(L, -2, i);
 		}
 		s->nkeys = K_NFIXED - 1;
@@ -1673,77 +1707,38 @@ static int push_keys(struct dc_script *s, lua_State *L)
 	return lua_gettop(L);
 }
 
-/* The Lua strings push_event made, to tell an unchanged field from a changed one when
- * reading the event back. */
-struct pushed {
-	const char *name, *cat, *path, *path2;
-	const char *key[DC_REC_ARGS], *val[DC_REC_ARGS];
-};
 
-static void set_int(lua_State *L, int keys, int t, int key, lua_Integer v)
+/* Pushes the value of own field f (enum ev_key, K_ID..K_ARGS) of the event in the
+ * callbacks' hands (s->cur), noting the Lua strings handed out in s->pu; keys: the keys
+ * table's stack index. ev.args is a whole table (made here, or the reused one emptied). */
+static void ev_field(struct dc_script *s, lua_State *L, int keys, int f)
 {
-	lua_rawgeti(L, keys, key);
-	lua_pushinteger(L, v);
-	lua_rawset(L, t);
-}
-
-/* Pushes the event table of r (the `ev` of dc.on_event), its keys, name, layer and arg
- * keys from pre-made strings (push_key); what was pushed goes into *pu. */
-static void push_event(struct dc_script *s, lua_State *L, int keys, const struct dc_record *r,
-		       struct pushed *pu)
-{
-	/* every callback said reuse = true: one ev and one ev.args table for the run, their
-	 * fields overwritten (no allocation, nothing for the collector per event) */
-	int reuse = s->nreuse == s->ncbs;
-	if (reuse && s->ev_ref != LUA_NOREF) {
-		lua_rawgeti(L, LUA_REGISTRYINDEX, s->ev_ref);
-	} else {
-		lua_createtable(L, 0, 12);
-		if (reuse) {
-			lua_pushvalue(L, -1);
-			s->ev_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	const struct dc_record *r = s->cur;
+	switch (f) {
+	case K_ID: lua_pushinteger(L, (lua_Integer)r->id); return;
+	case K_NAME: s->pu.name = push_key(s, L, keys, r->name); return;
+	case K_CAT: s->pu.cat = push_key(s, L, keys, r->cat); return;
+	case K_PID: lua_pushinteger(L, r->pid); return;
+	case K_TID: lua_pushinteger(L, r->tid); return;
+	case K_TS: lua_pushinteger(L, (lua_Integer)r->ts_us); return;
+	case K_DUR: lua_pushinteger(L, (lua_Integer)r->dur_us); return;
+	case K_LEVEL: lua_pushinteger(L, r->level); return;
+	case K_P_IDX: lua_pushinteger(L, r->p_idx); return;
+	case K_PH: lua_rawgeti(L, keys, r->counter ? K_PH_C : K_PH_X); return;
+	case K_PATH:
+	case K_PATH2: {
+		const char *v = f == K_PATH ? r->path : r->path2;
+		if (!v) {
+			lua_pushnil(L);
+			return;
 		}
+		lua_pushstring(L, v);
+		*(f == K_PATH ? &s->pu.path : &s->pu.path2) = lua_tostring(L, -1);
+		return;
 	}
-	int t = lua_gettop(L);
-	set_int(L, keys, t, K_ID, (lua_Integer)r->id);
-	lua_rawgeti(L, keys, K_NAME);
-	pu->name = push_key(s, L, keys, r->name);
-	lua_rawset(L, t);
-	lua_rawgeti(L, keys, K_CAT);
-	pu->cat = push_key(s, L, keys, r->cat);
-	lua_rawset(L, t);
-	set_int(L, keys, t, K_PID, r->pid);
-	set_int(L, keys, t, K_TID, r->tid);
-	set_int(L, keys, t, K_TS, (lua_Integer)r->ts_us);
-	set_int(L, keys, t, K_DUR, (lua_Integer)r->dur_us);
-	set_int(L, keys, t, K_LEVEL, r->level);
-	set_int(L, keys, t, K_P_IDX, r->p_idx);
-	lua_rawgeti(L, keys, K_PH);
-	lua_rawgeti(L, keys, r->counter ? K_PH_C : K_PH_X);
-	lua_rawset(L, t);
-	pu->path = pu->path2 = NULL;
-	if (r->path) {
-		lua_rawgeti(L, keys, K_PATH);
-		lua_pushstring(L, r->path);
-		pu->path = lua_tostring(L, -1);
-		lua_rawset(L, t);
-	} else if (reuse) {
-		lua_rawgeti(L, keys, K_PATH);
-		lua_pushnil(L);
-		lua_rawset(L, t);
 	}
-	if (r->path2) {
-		lua_rawgeti(L, keys, K_PATH2);
-		lua_pushstring(L, r->path2);
-		pu->path2 = lua_tostring(L, -1);
-		lua_rawset(L, t);
-	} else if (reuse) {
-		lua_rawgeti(L, keys, K_PATH2);
-		lua_pushnil(L);
-		lua_rawset(L, t);
-	}
-	lua_rawgeti(L, keys, K_ARGS);
-	if (reuse && s->args_ref != LUA_NOREF) {
+	/* K_ARGS */
+	if (s->nreuse == s->ncbs && s->args_ref != LUA_NOREF) {
 		lua_rawgeti(L, LUA_REGISTRYINDEX, s->args_ref);
 		/* the last event's args out (setting a field being traversed to nil is
 		 * allowed: lua_next, Lua 5.4 manual 4.6) */
@@ -1756,24 +1751,168 @@ static void push_event(struct dc_script *s, lua_State *L, int keys, const struct
 		}
 	} else {
 		lua_createtable(L, 0, r->nargs);
-		if (reuse) {
+		if (s->nreuse == s->ncbs) {
 			lua_pushvalue(L, -1);
 			s->args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 		}
 	}
 	for (int i = 0; i < r->nargs; i++) {
 		const struct dc_rec_arg *a = &r->args[i];
-		pu->key[i] = push_key(s, L, keys, a->key);
-		pu->val[i] = NULL;
+		s->pu.key[i] = push_key(s, L, keys, a->key);
+		s->pu.val[i] = NULL;
 		if (a->is_str) {
 			lua_pushstring(L, a->s);
-			pu->val[i] = lua_tostring(L, -1);
+			s->pu.val[i] = lua_tostring(L, -1);
 		} else {
 			lua_pushinteger(L, a->i);
 		}
 		lua_rawset(L, -3);
 	}
-	lua_rawset(L, t);
+}
+
+/* The own field (K_ID..K_ARGS) named by the value at stack index idx, 0: none (not a
+ * string, or another key: the script's own). */
+static int ev_field_of(const struct dc_script *s, lua_State *L, int idx)
+{
+	if (lua_type(L, idx) != LUA_TSTRING)
+		return 0;
+	const char *k = lua_tostring(L, idx);
+	for (int f = K_ID; f <= K_ARGS; f++)
+		if (k == s->fixed[f])
+			return f;
+	return 0;
+}
+
+/* Sets every own field of ev (at idx, the event in the callbacks' hands) that no callback
+ * read or set yet: pairs(ev) and dc.emit(ev) see the whole event. */
+static void ev_fill(struct dc_script *s, lua_State *L, int idx)
+{
+	idx = lua_absindex(L, idx);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, s->keys_ref);
+	int keys = lua_gettop(L);
+	for (int f = K_ID; f <= K_ARGS; f++) {
+		if (s->touched & 1u << f)
+			continue;
+		lua_rawgeti(L, keys, f);
+		ev_field(s, L, keys, f);
+		lua_rawset(L, idx);
+		s->touched |= 1u << f;
+	}
+	lua_settop(L, keys - 1);
+}
+
+/* ev's __index(ev, k): an own field not read yet is made from the record, kept in ev
+ * (so a string read back unchanged is the one handed out, and ev.args is one table) and
+ * returned; one the script set to nil stays nil; other keys are nil. ev of an event whose
+ * callbacks have returned has no record behind it: an error naming the field. */
+static int ev_index(lua_State *L)
+{
+	struct dc_script *s = self(L);
+	int f = ev_field_of(s, L, 2);
+	if (!f)
+		return 0;
+	if (lua_topointer(L, 1) != s->cur_ev)
+		return luaL_error(L, "ev.%s read after that event's callbacks returned (ev is "
+				  "filled as they read it: copy the fields to keep)", ev_keys[f]);
+	if (s->touched & 1u << f)
+		return 0;
+	lua_rawgeti(L, LUA_REGISTRYINDEX, s->keys_ref);
+	ev_field(s, L, lua_gettop(L), f);
+	lua_pushvalue(L, 2);
+	lua_pushvalue(L, -2);
+	lua_rawset(L, 1);
+	s->touched |= 1u << f;
+	return 1;
+}
+
+/* ev's __newindex(ev, k, v): an own field set (nil included: removed) is marked to be
+ * read back; the value goes in ev as any table's would. */
+static int ev_newindex(lua_State *L)
+{
+	struct dc_script *s = self(L);
+	int f = ev_field_of(s, L, 2);
+	if (f && lua_topointer(L, 1) == s->cur_ev)
+		s->touched |= 1u << f;
+	lua_settop(L, 3);
+	lua_rawset(L, 1);
+	return 0;
+}
+
+/* next(t, k) for ev's __pairs, as the base library's (which a script may not have). */
+static int ev_next(lua_State *L)
+{
+	luaL_checktype(L, 1, LUA_TTABLE);
+	lua_settop(L, 2);
+	if (lua_next(L, 1))
+		return 2;
+	lua_pushnil(L);
+	return 1;
+}
+
+/* ev's __pairs(ev) (Lua 5.4 manual, pairs): the whole event first (ev_fill), then next. */
+static int ev_pairs(lua_State *L)
+{
+	struct dc_script *s = self(L);
+	luaL_checktype(L, 1, LUA_TTABLE);
+	if (lua_topointer(L, 1) == s->cur_ev)
+		ev_fill(s, L, 1);
+	lua_pushcfunction(L, ev_next);
+	lua_pushvalue(L, 1);
+	lua_pushnil(L);
+	return 3;
+}
+
+/* Pushes ev's metatable, made at the first event: __index, __newindex and __pairs above;
+ * __metatable keeps a script from taking or replacing it. */
+static void ev_metatable(struct dc_script *s, lua_State *L)
+{
+	if (s->evmt_ref != LUA_NOREF) {
+		lua_rawgeti(L, LUA_REGISTRYINDEX, s->evmt_ref);
+		return;
+	}
+	static const luaL_Reg mm[] = {
+		{ "__index", ev_index }, { "__newindex", ev_newindex }, { "__pairs", ev_pairs },
+		{ NULL, NULL },
+	};
+	lua_createtable(L, 0, 4);
+	lua_pushlightuserdata(L, s);
+	luaL_setfuncs(L, mm, 1);
+	lua_pushliteral(L, "datacrumbs event");
+	lua_setfield(L, -2, "__metatable");
+	lua_pushvalue(L, -1);
+	s->evmt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+/* Pushes the `ev` of dc.on_event for record r, empty: its fields are made as the
+ * callbacks read them (ev_index), so an event costs what its callbacks look at (an
+ * eager table of every field and arg cost ~11,000 instructions per event, bench/README.md
+ * cgcost cbnil). When every callback said reuse = true, one table serves the run: the
+ * last event's own fields are taken out of it first, the script's own stay. */
+static void push_event(struct dc_script *s, lua_State *L, int keys, struct dc_record *r)
+{
+	int reuse = s->nreuse == s->ncbs;
+	if (reuse && s->ev_ref != LUA_NOREF) {
+		lua_rawgeti(L, LUA_REGISTRYINDEX, s->ev_ref);
+		for (int f = K_ID; f <= K_ARGS; f++) {
+			if (!(s->touched & 1u << f))
+				continue;
+			lua_rawgeti(L, keys, f);
+			lua_pushnil(L);
+			lua_rawset(L, -3);
+		}
+	} else {
+		lua_createtable(L, 0, 4);
+		ev_metatable(s, L);
+		lua_setmetatable(L, -2);
+		if (reuse) {
+			lua_pushvalue(L, -1);
+			s->ev_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+		}
+	}
+	s->cur = r;
+	s->cur_ev = lua_topointer(L, -1);
+	s->touched = 0;
+	s->pu.name = s->pu.cat = s->pu.path = s->pu.path2 = NULL;
 }
 
 /* Reads string field `key` (fixed key index) of the event table at t back into *dst
@@ -1833,10 +1972,10 @@ int dc_script_event(struct dc_script *s, struct dc_record *r)
 	uint64_t want = wanted(s, r);
 	if (!want)
 		return 1;
-	struct pushed pu;
 	lua_pushcfunction(L, on_error);      /* stack: handler (1), keys (2), event (3) */
 	int keys = push_keys(s, L);
-	push_event(s, L, keys, r, &pu);
+	push_event(s, L, keys, r);
+	const struct pushed *pu = &s->pu;
 	for (int i = 0; i < s->ncbs; i++) {
 		if (!(want >> (i & 63) & 1) || (s->ncbs > 64 && !wants(&s->cbs[i], r)))
 			continue;
@@ -1851,29 +1990,48 @@ int dc_script_event(struct dc_script *s, struct dc_record *r)
 					"kept unchanged; later errors are only counted): %s\n",
 					lua_tostring(L, -1));
 			lua_settop(L, 0);
+			s->cur = NULL, s->cur_ev = NULL;
 			return 1;
 		}
 		if (lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1)) {
 			lua_settop(L, 0);
+			s->cur = NULL, s->cur_ev = NULL;
 			return 0;
 		}
 		lua_pop(L, 1);
 	}
+	/* read back only the own fields a callback read or set (ev_index, ev_newindex): the
+	 * others are the record's still */
 	int t = 3;
-	read_back_str(L, keys, t, K_NAME, r, &r->name, pu.name, 0);
-	read_back_str(L, keys, t, K_CAT, r, &r->cat, pu.cat, 0);
-	read_back_str(L, keys, t, K_PATH, r, &r->path, pu.path, 1);
-	read_back_str(L, keys, t, K_PATH2, r, &r->path2, pu.path2, 1);
+	unsigned touched = s->touched;
+	s->cur = NULL, s->cur_ev = NULL;
+	if (touched & 1u << K_NAME)
+		read_back_str(L, keys, t, K_NAME, r, &r->name, pu->name, 0);
+	if (touched & 1u << K_CAT)
+		read_back_str(L, keys, t, K_CAT, r, &r->cat, pu->cat, 0);
+	if (touched & 1u << K_PATH)
+		read_back_str(L, keys, t, K_PATH, r, &r->path, pu->path, 1);
+	if (touched & 1u << K_PATH2)
+		read_back_str(L, keys, t, K_PATH2, r, &r->path2, pu->path2, 1);
 	/* times: microseconds, ts after 2020 (the format contract), dur not negative */
-	lua_rawgeti(L, keys, K_TS);
-	lua_rawget(L, t);
-	if (lua_isinteger(L, -1) && lua_tointeger(L, -1) > 1577836800000000LL)
-		r->ts_us = lua_tointeger(L, -1);
-	lua_rawgeti(L, keys, K_DUR);
-	lua_rawget(L, t);
-	if (lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 0)
-		r->dur_us = lua_tointeger(L, -1);
-	lua_pop(L, 2);
+	if (touched & 1u << K_TS) {
+		lua_rawgeti(L, keys, K_TS);
+		lua_rawget(L, t);
+		if (lua_isinteger(L, -1) && lua_tointeger(L, -1) > 1577836800000000LL)
+			r->ts_us = lua_tointeger(L, -1);
+		lua_pop(L, 1);
+	}
+	if (touched & 1u << K_DUR) {
+		lua_rawgeti(L, keys, K_DUR);
+		lua_rawget(L, t);
+		if (lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 0)
+			r->dur_us = lua_tointeger(L, -1);
+		lua_pop(L, 1);
+	}
+	if (!(touched & 1u << K_ARGS)) {
+		lua_settop(L, 0);
+		return 1;
+	}
 
 	lua_rawgeti(L, keys, K_ARGS);
 	lua_rawget(L, t);
@@ -1886,12 +2044,12 @@ int dc_script_event(struct dc_script *s, struct dc_record *r)
 			push_key(s, L, keys, a.key);
 			lua_rawget(L, -2);
 			if (a.is_str && lua_type(L, -1) == LUA_TSTRING &&
-			    lua_tostring(L, -1) == pu.val[i]) {
+			    lua_tostring(L, -1) == pu->val[i]) {
 				r->args[n] = a; /* unchanged */
-				own[n++] = pu.key[i];
+				own[n++] = pu->key[i];
 			} else if (read_arg(L, r, &a)) {
 				r->args[n] = a;
-				own[n++] = pu.key[i];
+				own[n++] = pu->key[i];
 			}
 			lua_pop(L, 1);
 		}
@@ -1905,7 +2063,7 @@ int dc_script_event(struct dc_script *s, struct dc_record *r)
 				const char *k = lua_tostring(L, -2);
 				int known = 0; /* the call's own args were read above */
 				for (int i = 0; i < nown && !known; i++)
-					known = k == pu.key[i];
+					known = k == pu->key[i];
 				for (int i = 0; i < n && !known; i++)
 					known = k == own[i] || !strcmp(r->args[i].key, k);
 				struct dc_rec_arg a = { .key = NULL };

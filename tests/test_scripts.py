@@ -346,5 +346,66 @@ r = dctest.run_dc(["run", lua, "--", "true"])
 equal((r.returncode, r.stderr.strip()), (125, "datacrumbs: %s:3: drop_paths: prefix #2 is not "
       "a non-empty string" % lua), "drop_paths: a bad prefix, with file:line")
 
+# ev is filled as the callbacks read it: dd's 3 writes of 1 KiB to its output and its two
+# closes of it (the fd it opened, then stdout, its dup). pairs(ev) sees every field; a field set without being read (dur) or set to nil
+# without being read (path) is written so; an arg added is written; dc.emit(ev) writes the
+# whole event; a field read during the callback stays readable after it, one never read is
+# an error (counted in script_errors), as is dc.emit of that event
+LAZY = ('local dc = require "datacrumbs"\n'
+        'dc.probe { layer = "posix", functions = { "open", "write", "close" } }\n'
+        'local n, keys, kept = 0, nil, nil\n'
+        'dc.on_event(function(ev)\n'
+        '  n = n + 1\n'
+        '  if n == 1 then\n'
+        '    local ks = {}\n'
+        '    for k in pairs(ev) do ks[#ks + 1] = k end\n'
+        '    table.sort(ks); keys = table.concat(ks, ",")\n'
+        '    ev.dur = 7\n'
+        '  elseif n == 2 then ev.path = nil\n'
+        '  else ev.args.tag = "lazy"; kept = ev; kept.name = kept.name end\n'
+        'end, { name = "write" })\n'
+        'dc.on_event(function(ev)\n'
+        '  if ev.path ~= "%s" then return end\n'
+        '  ev.name = "close_copy"; dc.emit(ev); ev.name = "close"\n'
+        'end, { name = "close" })\n'
+        'dc.on_end(function()\n'
+        '  io.stderr:write(("lazy %%s %%d %%s %%s\\n"):format(keys, n, kept.name, kept.args.tag))\n'
+        '  io.stderr:write(("stale-emit %%s\\n"):format(tostring(pcall(dc.emit, kept))))\n'
+        '  local x = kept.ts\n'
+        'end)\n')
+d = dctest.workdir("scripts-lazy")
+data = os.path.join(d, "o")
+sc = os.path.join(d, "lazy.lua")
+with open(sc, "w") as f:
+    f.write(LAZY % data)
+r = dctest.run_dc(["run", "-o", d, sc, "--", "dd", "if=/dev/zero", "of=" + data, "bs=1k",
+                   "count=3", "status=none"])
+equal(r.returncode, 0, "lazy ev: exit status (%s)" % r.stderr)
+t = dctest.find_trace(d)
+dctest.check_pfw(t)
+events, files, _ = dctest.read_trace(t)
+writes = [e for e in dctest.calls(events) if e["name"] == "write"]
+equal([(e.get("path"), e["dur"], e["args"].get("count"), e["args"].get("ret"),
+        e["args"].get("tag")) for e in writes],
+      [(data, 7, 1024, 1024, None), (None, writes[1]["dur"], 1024, 1024, None),
+       (data, writes[2]["dur"], 1024, 1024, "lazy")],
+      "lazy ev: dur set unread, path removed unread, an arg added")
+close = [e for e in dctest.calls(events) if e["name"] == "close" and e.get("path") == data]
+copy = [e for e in events if e.get("name") == "close_copy"]
+equal(len(close), 2, "lazy ev: dd's two closes of its output")
+equal([(e.get("path"), e["pid"], e["tid"], e["ts"], e["dur"], e["args"].get("fd"),
+        e["args"].get("ret")) for e in copy],
+      [(data, c["pid"], c["tid"], c["ts"], c["dur"], c["args"]["fd"], 0) for c in close],
+      "lazy ev: dc.emit(ev) writes the whole event")
+lines = [ln for ln in r.stderr.splitlines() if ln.startswith(("lazy ", "stale-emit "))]
+equal(lines, ["lazy args,cat,dur,id,level,name,p_idx,path,ph,pid,tid,ts 3 write lazy",
+              "stale-emit false"],
+      "lazy ev: pairs sees every field; fields read in the callback stay readable; "
+      "dc.emit of a past event fails")
+end = [e for e in events if e.get("name") == "end"][0]["args"]
+equal(end["script_errors"], 1, "lazy ev: reading a field never read, after the callbacks")
+check(re.search(r"lazy\.lua:\d+: ev\.ts read after that event's callbacks returned", r.stderr),
+      "lazy ev: the error names the field and file:line: %r" % r.stderr)
+
 equal(dctest.orphan_links(), [], "nothing left attached")
 dctest.finish()
