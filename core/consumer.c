@@ -1053,9 +1053,12 @@ static void on_record(void *ctx, const void *data, size_t size)
 		    e->path2_len && s[e->path2_len - 1] == 0)
 			path2 = s;
 	}
-	if (e->kind == DC_EV_CALL)
+	if (e->kind == DC_EV_CALL) {
 		on_call(c, e, path, path2);
-	else if (e->kind == DC_EV_DLSTATE && c->on_dlstate)
+		return;
+	}
+	dc_trust_release(); /* a process's record: root's fs ids (its /proc files) */
+	if (e->kind == DC_EV_DLSTATE && c->on_dlstate)
 		c->on_dlstate(c->dlstate_arg, (int)e->pid, (int)e->tid, (int)e->args[0]);
 	else if (e->kind != DC_EV_DLSTATE)
 		on_process(c, e, path);
@@ -1177,7 +1180,10 @@ unsigned dc_consumer_threads(const struct dc_consumer *c)
 
 int dc_consumer_drain(struct dc_consumer *c, unsigned max)
 {
+	/* the callbacks of one drain keep the invoking user's fs ids between them (sudo) */
+	dc_trust_batch_begin();
 	long n = dc_shards_drain(c->sh, max, on_record, c);
+	dc_trust_batch_end();
 	c->yielded = max && n >= (long)max;
 	return n > INT32_MAX ? INT32_MAX : (int)n;
 }

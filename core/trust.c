@@ -155,24 +155,56 @@ int dc_trust_search_dir(const char *dir, const char *what, char *err, size_t err
 	return check_parents(r, what, label, err, errlen);
 }
 
-static int script_depth;
+/* Main-thread state of the fs ids (setfsuid(2) is per thread, glibc does not broadcast
+ * it): script code running (nesting depth), a batch open (dc_trust_batch_begin), and
+ * whether the fs ids are the invoking user's now. Invariant: as_user is 1 whenever
+ * script_depth > 0 (under sudo); outside a batch it is 0 whenever script_depth is 0. */
+static int script_depth, batch, as_user;
+
+static int switching(void)
+{
+	const struct dc_invoker *iv = dc_invoker();
+	return iv->sudo && iv->root && iv->uid != 0;
+}
+
+static void to_root(void)
+{
+	setfsuid(0);
+	setfsgid(0);
+	as_user = 0;
+}
 
 void dc_trust_enter_script(void)
 {
-	const struct dc_invoker *iv = dc_invoker();
-	if (script_depth++ == 0 && iv->sudo && iv->root && iv->uid != 0) {
+	if (script_depth++ == 0 && !as_user && switching()) {
+		const struct dc_invoker *iv = dc_invoker();
 		setfsgid(iv->gid);
 		setfsuid(iv->uid);
+		as_user = 1;
 	}
 }
 
 void dc_trust_leave_script(void)
 {
-	const struct dc_invoker *iv = dc_invoker();
-	if (--script_depth == 0 && iv->sudo && iv->root && iv->uid != 0) {
-		setfsuid(0);
-		setfsgid(0);
-	}
+	if (--script_depth == 0 && as_user && !batch)
+		to_root();
+}
+
+void dc_trust_batch_begin(void)
+{
+	batch = 1;
+}
+
+void dc_trust_release(void)
+{
+	if (script_depth == 0 && as_user)
+		to_root();
+}
+
+void dc_trust_batch_end(void)
+{
+	batch = 0;
+	dc_trust_release();
 }
 
 /* The chunk names loaded so far, for dc_trust_full_name (Lua shortens long ones). */

@@ -51,6 +51,18 @@ int dc_trust_search_dir(const char *dir, const char *what, char *err, size_t err
 void dc_trust_enter_script(void);
 void dc_trust_leave_script(void);
 
+/* A batch of script runs (the event callbacks of one drain of the ring buffers): inside
+ * it, leaving script code keeps the invoking user's fs ids, so that the next callback
+ * enters with no system call (the four of a switch and back were ~7 us per event:
+ * bench/README.md, cbcost under sudo); dc_trust_release puts root's back when the code
+ * between two callbacks needs them (a process's exec, fork or exit record: its /proc
+ * files), dc_trust_batch_end at the batch's end. The code between the callbacks runs with
+ * the user's fs ids, never more than root's. Main thread only; no-ops unless root under
+ * sudo. */
+void dc_trust_batch_begin(void);
+void dc_trust_release(void);
+void dc_trust_batch_end(void);
+
 /* Loads the Lua chunk of file `path` (a trusted, resolved path from dc_trust_file) as text
  * ("t": no bytecode), named `name` in messages ("@name"), read through one descriptor
  * opened O_NOFOLLOW: what was checked is what runs. A first line starting with '#' is

@@ -215,6 +215,34 @@ for target, line in (("/proc/self/mem", 'assert(io.open("/proc/self/mem", "r+b")
     r = run(["run", "-o", d, s, "--", "/bin/true"], env=sudo_env)
     one_line(r, "fs.lua:3: %s: Permission denied" % target, "under sudo, io.open of %s" % target)
 check(not os.path.exists(rootonly + "/x"), "under sudo the script created nothing in root's directory")
+# the event callbacks of one drain keep the sudo caller's fs ids between them (no switch
+# per event): each of them is still refused root's directory, while the processes' records
+# between them (sh's fork and cat's exec) are read with root's, and the trace is written
+s = write(os.path.join(d, "cbfs.lua"), POSIX +
+          'local calls, ok = 0, 0\n'
+          'dc.on_event(function(ev)\n'
+          '  calls = calls + 1\n'
+          '  local f = io.open("%s/y", "w")\n'
+          '  if f then ok = ok + 1; f:close() end\n'
+          'end)\n'
+          'dc.on_end(function() io.stderr:write(("cbfs %%d %%d\\n"):format(calls, ok)) end)\n'
+          % rootonly)
+od = dctest.workdir("sec-cbfs")
+r = run(["run", "-o", od, s, "--", "/bin/sh", "-c", "cat /etc/hostname >/dev/null; /bin/true"],
+        env=sudo_env)
+equal(r.returncode, 0, "under sudo, callbacks: exit status (%s)" % r.stderr)
+t = dctest.find_trace(od)
+dctest.check_pfw(t)
+events, _, _ = dctest.read_trace(t)
+got = [ln.split()[1:] for ln in r.stderr.splitlines() if ln.startswith("cbfs ")]
+calls = [e for e in events if e.get("ph") == "X" and e.get("cat") == "POSIX"]
+check(len(got) == 1 and int(got[0][0]) >= len(calls) > 0 and got[0][1] == "0",
+      "under sudo every callback (%s; %d calls written) was refused root's directory"
+      % (got, len(calls)))
+check(not os.path.exists(rootonly + "/y"), "under sudo no callback created a file in root's directory")
+equal(sorted({e["name"] for e in calls if e.get("path") == "/etc/hostname"} & {"openat", "read"}),
+      ["openat", "read"], "under sudo, callbacks: cat's exec'd calls on /etc/hostname are there")
+equal(os.stat(t).st_uid, NOBODY, "under sudo, callbacks: the trace is the sudo caller's")
 r = run(["run", "-q", "-o", d, write(os.path.join(d, "ok.lua"), POSIX + 'assert(io.open("%s/x", "w"))\n'
          % rootonly), "--", "/bin/true"])
 equal(r.returncode, 0, "as root itself the same script writes there (%s)" % r.stderr)
