@@ -34,6 +34,9 @@ static const char *const ev_keys[K_NFIXED] = {
 	[K_PH_C] = "C", [K_PH_X] = "X",
 };
 
+/* The touched bits (struct dc_script) of an ev with every own field in it. */
+#define EV_ALL (((1u << (K_ARGS + 1)) - 1) & ~1u)
+
 /* The Lua strings handed to the callbacks (ev_field), to tell an unchanged field from a
  * changed one when reading the event back. */
 struct pushed {
@@ -103,6 +106,8 @@ struct dc_script {
 	struct pushed pu;
 	const char *fixed[K_NFIXED];
 	int evmt_ref;               /* ev's metatable (ev_metatable), LUA_NOREF: not made yet */
+	int whole_ref;              /* weak-keyed set of the ev tables with every own field in
+				       (ev_fill): dc.emit takes those after their callbacks */
 };
 
 /* A C string of the event path and its Lua string: idx in the keys table, lua the
@@ -691,7 +696,9 @@ static int l_on_event(lua_State *L)
 	luaL_checktype(L, 1, LUA_TFUNCTION);
 	struct callback cb = { .ref = LUA_NOREF };
 	if (!lua_isnoneornil(L, 2)) {
+		static const char *const known[] = { "cat", "name", "reuse", NULL };
 		luaL_checktype(L, 2, LUA_TTABLE);
+		check_fields(L, 2, "on_event", known); /* { nme = "write" } must not see all */
 		lua_getfield(L, 2, "cat");
 		if (!lua_isnil(L, -1))
 			snprintf(cb.cat, sizeof(cb.cat), "%s", luaL_checkstring(L, -1));
@@ -835,11 +842,18 @@ static int emit(lua_State *L, int counter)
 	} else if (lua_getmetatable(L, 1)) {
 		int ours = s->evmt_ref != LUA_NOREF &&
 			   lua_rawgeti(L, LUA_REGISTRYINDEX, s->evmt_ref) && lua_rawequal(L, -1, -2);
+		int whole = 0;
+		if (ours && s->whole_ref != LUA_NOREF) {
+			lua_rawgeti(L, LUA_REGISTRYINDEX, s->whole_ref);
+			lua_pushvalue(L, 1);
+			whole = lua_rawget(L, -2) != LUA_TNIL;
+		}
 		lua_settop(L, 1);
-		if (ours)
-			return luaL_error(L, "%s: ev of an event whose callbacks returned (ev is "
-					  "filled as they read it: emit a table of the fields kept)",
-					  counter ? "counter" : "emit");
+		if (ours && !whole)
+			return luaL_error(L, "%s: ev of an event whose callbacks returned, not read "
+					  "whole (ev is filled as they read it: pairs(ev) or "
+					  "dc.emit(ev) in them reads it all; or emit a table of the "
+					  "fields kept)", counter ? "counter" : "emit");
 	}
 	record_from_table(L, s, s->emit_rec);
 	s->emit(s->emit_ctx, s->emit_rec, counter);
@@ -1383,7 +1397,7 @@ struct dc_script *dc_script_new(uv_loop_t *loop, const struct dc_run_info *info)
 	s->proc_ref = LUA_NOREF;
 	s->keys_ref = LUA_NOREF;
 	s->ev_ref = s->args_ref = LUA_NOREF;
-	s->evmt_ref = LUA_NOREF;
+	s->evmt_ref = s->whole_ref = LUA_NOREF;
 	s->info = info;
 	s->L = luaL_newstate();
 	if (!s->L) {
@@ -1798,6 +1812,19 @@ static void ev_fill(struct dc_script *s, lua_State *L, int idx)
 		lua_rawset(L, idx);
 		s->touched |= 1u << f;
 	}
+	/* noted as whole: after its callbacks, dc.emit(ev) writes it as it is */
+	if (s->whole_ref == LUA_NOREF) {
+		lua_createtable(L, 0, 1);
+		lua_createtable(L, 0, 1);
+		lua_pushliteral(L, "k");
+		lua_setfield(L, -2, "__mode");
+		lua_setmetatable(L, -2);
+		s->whole_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	}
+	lua_rawgeti(L, LUA_REGISTRYINDEX, s->whole_ref);
+	lua_pushvalue(L, idx);
+	lua_pushboolean(L, 1);
+	lua_rawset(L, -3);
 	lua_settop(L, keys - 1);
 }
 
@@ -1899,6 +1926,13 @@ static void push_event(struct dc_script *s, lua_State *L, int keys, struct dc_re
 			lua_rawgeti(L, keys, f);
 			lua_pushnil(L);
 			lua_rawset(L, -3);
+		}
+		if (s->touched == EV_ALL && s->whole_ref != LUA_NOREF) { /* not whole now */
+			lua_rawgeti(L, LUA_REGISTRYINDEX, s->whole_ref);
+			lua_pushvalue(L, -2);
+			lua_pushnil(L);
+			lua_rawset(L, -3);
+			lua_pop(L, 1);
 		}
 	} else {
 		lua_createtable(L, 0, 4);

@@ -212,6 +212,16 @@ for other, what in (("", "reuse"), ("dc.on_event(function(ev) end)\n", "reuse+ne
         equal(same, seen - 1 if what == "reuse" else 0,
               "%s: events sharing the previous event's table" % what)
     equal(end["script_errors"], 0, "%s: no script error" % what)
+d = dctest.workdir("scripts-filter-typo")
+sc = os.path.join(d, "typo.lua")
+with open(sc, "w") as f:
+    f.write('local dc = require "datacrumbs"\ndc.probe "posix"\n'
+            'dc.on_event(function() end, { nme = "write" })\n')
+r = dctest.run_dc(["run", sc, "--", "true"])
+check(r.returncode == 125 and re.match(r"^datacrumbs: \S+typo\.lua:3: on_event: unknown field "
+                                       r"'nme' in its spec \(fields: cat, name, reuse\)$",
+                                       r.stderr.strip()),
+      "on_event { nme = ... }: a one-line error with file:line: %r" % r.stderr)
 d = dctest.workdir("scripts-reuse-bad")
 sc = os.path.join(d, "bad.lua")
 with open(sc, "w") as f:
@@ -349,18 +359,19 @@ equal((r.returncode, r.stderr.strip()), (125, "datacrumbs: %s:3: drop_paths: pre
 # ev is filled as the callbacks read it: dd's 3 writes of 1 KiB to its output and its two
 # closes of it (the fd it opened, then stdout, its dup). pairs(ev) sees every field; a field set without being read (dur) or set to nil
 # without being read (path) is written so; an arg added is written; dc.emit(ev) writes the
-# whole event; a field read during the callback stays readable after it, one never read is
-# an error (counted in script_errors), as is dc.emit of that event
+# whole event, as it does after the callbacks of an ev that pairs read whole; a field read
+# during the callback stays readable after it, one never read is an error (counted in
+# script_errors), as is dc.emit of that event
 LAZY = ('local dc = require "datacrumbs"\n'
         'dc.probe { layer = "posix", functions = { "open", "write", "close" } }\n'
-        'local n, keys, kept = 0, nil, nil\n'
+        'local n, keys, kept, first = 0, nil, nil, nil\n'
         'dc.on_event(function(ev)\n'
         '  n = n + 1\n'
         '  if n == 1 then\n'
         '    local ks = {}\n'
         '    for k in pairs(ev) do ks[#ks + 1] = k end\n'
         '    table.sort(ks); keys = table.concat(ks, ",")\n'
-        '    ev.dur = 7\n'
+        '    ev.dur = 7; first = ev\n'
         '  elseif n == 2 then ev.path = nil\n'
         '  else ev.args.tag = "lazy"; kept = ev; kept.name = kept.name end\n'
         'end, { name = "write" })\n'
@@ -371,6 +382,7 @@ LAZY = ('local dc = require "datacrumbs"\n'
         'dc.on_end(function()\n'
         '  io.stderr:write(("lazy %%s %%d %%s %%s\\n"):format(keys, n, kept.name, kept.args.tag))\n'
         '  io.stderr:write(("stale-emit %%s\\n"):format(tostring(pcall(dc.emit, kept))))\n'
+        '  first.name = "write_copy"; dc.emit(first)\n'
         '  local x = kept.ts\n'
         'end)\n')
 d = dctest.workdir("scripts-lazy")
@@ -397,6 +409,10 @@ equal([(e.get("path"), e["pid"], e["tid"], e["ts"], e["dur"], e["args"].get("fd"
         e["args"].get("ret")) for e in copy],
       [(data, c["pid"], c["tid"], c["ts"], c["dur"], c["args"]["fd"], 0) for c in close],
       "lazy ev: dc.emit(ev) writes the whole event")
+wcopy = [e for e in events if e.get("name") == "write_copy"]
+equal([(e.get("path"), e["ts"], e["dur"], e["args"].get("count"), e["args"].get("ret"))
+       for e in wcopy], [(data, writes[0]["ts"], 7, 1024, 1024)],
+      "lazy ev: dc.emit of an ev kept after pairs(ev) read it whole, in on_end")
 lines = [ln for ln in r.stderr.splitlines() if ln.startswith(("lazy ", "stale-emit "))]
 equal(lines, ["lazy args,cat,dur,id,level,name,p_idx,path,ph,pid,tid,ts 3 write lazy",
               "stale-emit false"],
