@@ -106,6 +106,8 @@ struct dc_script {
 	struct pushed pu;
 	const char *fixed[K_NFIXED];
 	int evmt_ref;               /* ev's metatable (ev_metatable), LUA_NOREF: not made yet */
+	int gc_gate;                /* under sudo: the collector runs only inside script_in */
+	int gc_in;                  /* script_in nesting */
 	int whole_ref;              /* weak-keyed set of the ev tables with every own field in
 				       (ev_fill): dc.emit takes those after their callbacks */
 };
@@ -306,6 +308,25 @@ static struct dc_layer *load_layer(struct dc_script *s, const char *layer, char 
 static struct dc_script *self(lua_State *L)
 {
 	return lua_touserdata(L, lua_upvalueindex(1));
+}
+
+/* Around every run of script code (dc_trust_enter_script: the invoking user's fs ids
+ * under sudo). Under sudo the collector is stopped outside them (lua_gc LUA_GCSTOP, Lua
+ * 5.4 manual 4.6; dc_script_new): a finalizer (__gc) is script code, and a collection
+ * step runs in whatever allocates, so one the tracer's own Lua calls made (an event's
+ * table, a process's) ran with root's fs ids. */
+static void script_in(struct dc_script *s)
+{
+	dc_trust_enter_script();
+	if (s->gc_gate && s->gc_in++ == 0)
+		lua_gc(s->L, LUA_GCRESTART);
+}
+
+static void script_out(struct dc_script *s)
+{
+	if (s->gc_gate && --s->gc_in == 0)
+		lua_gc(s->L, LUA_GCSTOP);
+	dc_trust_leave_script();
 }
 
 /* Raises "FN: unknown field 'K' in spec (fields: ...)" for a key of the spec table at idx
@@ -1064,9 +1085,9 @@ void dc_script_process(struct dc_script *s, const char *event, int pid, int ppid
 		lua_pushinteger(L, status);
 		lua_setfield(L, -2, "rank");
 	}
-	dc_trust_enter_script();
+	script_in(s);
 	int st = lua_pcall(L, 1, 0, 1);
-	dc_trust_leave_script();
+	script_out(s);
 	if (st != LUA_OK) {
 		if (s->errors++ == 0)
 			fprintf(stderr, "datacrumbs: error in the process callback: %s\n",
@@ -1141,17 +1162,23 @@ static int luv_callback(lua_State *L, int nargs, int nresults, int flags)
 {
 	(void)flags;
 	int base = lua_gettop(L) - nargs; /* the function's slot */
-	lua_pushcfunction(L, on_error);
-	lua_insert(L, base);
-	dc_trust_enter_script();
-	int r = lua_pcall(L, nargs, nresults, base);
-	dc_trust_leave_script();
-	lua_remove(L, base);
-	if (r == LUA_OK)
-		return lua_gettop(L) - base + 1;
 	lua_getfield(L, LUA_REGISTRYINDEX, "datacrumbs.script");
 	struct dc_script *s = lua_touserdata(L, -1);
 	lua_pop(L, 1);
+	lua_pushcfunction(L, on_error);
+	lua_insert(L, base);
+	if (s)
+		script_in(s);
+	else
+		dc_trust_enter_script();
+	int r = lua_pcall(L, nargs, nresults, base);
+	if (s)
+		script_out(s);
+	else
+		dc_trust_leave_script();
+	lua_remove(L, base);
+	if (r == LUA_OK)
+		return lua_gettop(L) - base + 1;
 	if (s && s->errors++ == 0)
 		fprintf(stderr, "datacrumbs: error in a luv callback (the run goes on; later "
 			"errors are only counted): %s\n", lua_tostring(L, -1));
@@ -1385,6 +1412,24 @@ static int open_luv_restricted(lua_State *L)
 	forbid(L, "uv", "dlopen");
 	forbid(L, "uv", "os_setenv");   /* LD_PRELOAD, LD_AUDIT ... for the command */
 	forbid(L, "uv", "os_unsetenv");
+	if (dc_trust_switches()) {
+		/* under sudo only the fs ids are the caller's (dc_trust_enter_script): these
+		 * would act with root's real and effective ids */
+		static const char *const as_root[] = { "kill", "os_setpriority", "new_tcp",
+						       "new_udp", "new_pipe", NULL };
+		for (int i = 0; as_root[i]; i++) {
+			if (lua_getfield(L, -1, as_root[i]) == LUA_TNIL) {
+				lua_pop(L, 1);
+				continue;
+			}
+			lua_pop(L, 1);
+			lua_pushfstring(L, "uv.%s", as_root[i]);
+			lua_pushliteral(L, "signal, renice or open sockets as root, not as the "
+					"sudo caller,");
+			lua_pushcclosure(L, l_unsafe, 2);
+			lua_setfield(L, -2, as_root[i]);
+		}
+	}
 	return 1;
 }
 
@@ -1444,6 +1489,9 @@ struct dc_script *dc_script_new(uv_loop_t *loop, const struct dc_run_info *info)
 	/* arg: the script's own arguments, as lua(1) gives them (arg[0]: set by run) */
 	push_strings(L, info->script_args);
 	lua_setglobal(L, "arg");
+	s->gc_gate = dc_trust_switches();
+	if (s->gc_gate)
+		lua_gc(L, LUA_GCSTOP); /* script_in */
 	return s;
 }
 
@@ -1489,11 +1537,11 @@ int dc_script_run(struct dc_script *s, const char *path, char *err, size_t errle
 	if (dc_trust_file(path, "script", real, sizeof(real), err, errlen))
 		return -1;
 	lua_pushcfunction(L, on_error);
-	dc_trust_enter_script();
+	script_in(s);
 	int st = dc_trust_load(L, real, path);
 	if (st == LUA_OK)
 		st = lua_pcall(L, 0, 0, -2);
-	dc_trust_leave_script();
+	script_out(s);
 	if (st != LUA_OK) {
 		snprintf(err, errlen, "%s", lua_tostring(L, -1));
 		lua_settop(L, 0);
@@ -2000,13 +2048,37 @@ static uint64_t wanted(struct dc_script *s, const struct dc_record *r)
 	return mask;
 }
 
+static int script_event(struct dc_script *s, struct dc_record *r);
+
 int dc_script_event(struct dc_script *s, struct dc_record *r)
+{
+	if (!s->cur)
+		return script_event(s, r);
+	/* an event inside another's callbacks (a callback that runs the loop, uv.run, whose
+	 * profile-interval timer hands counters to the script): the outer ev's state back
+	 * after it. The outer ev's table is still on the Lua stack below this one's. */
+	struct dc_record *cur = s->cur;
+	const void *cur_ev = s->cur_ev;
+	unsigned touched = s->touched;
+	struct pushed pu = s->pu;
+	lua_State *L = s->L;
+	int top = lua_gettop(L);
+	int ret = script_event(s, r);
+	lua_settop(L, top);
+	s->cur = cur, s->cur_ev = cur_ev, s->touched = touched, s->pu = pu;
+	return ret;
+}
+
+static int script_event(struct dc_script *s, struct dc_record *r)
 {
 	lua_State *L = s->L;
 	uint64_t want = wanted(s, r);
 	if (!want)
 		return 1;
-	lua_pushcfunction(L, on_error);      /* stack: handler (1), keys (2), event (3) */
+	/* above base: handler (base + 1), keys (base + 2), event (base + 3); base is 0 but in
+	 * an event inside another's callbacks (dc_script_event) */
+	int base = lua_gettop(L);
+	lua_pushcfunction(L, on_error);
 	int keys = push_keys(s, L);
 	push_event(s, L, keys, r);
 	const struct pushed *pu = &s->pu;
@@ -2014,21 +2086,21 @@ int dc_script_event(struct dc_script *s, struct dc_record *r)
 		if (!(want >> (i & 63) & 1) || (s->ncbs > 64 && !wants(&s->cbs[i], r)))
 			continue;
 		lua_rawgeti(L, LUA_REGISTRYINDEX, s->cbs[i].ref);
-		lua_pushvalue(L, 3);
-		dc_trust_enter_script();
-		int st = lua_pcall(L, 1, 1, 1);
-		dc_trust_leave_script();
+		lua_pushvalue(L, base + 3);
+		script_in(s);
+		int st = lua_pcall(L, 1, 1, base + 1);
+		script_out(s);
 		if (st != LUA_OK) {
 			if (s->errors++ == 0)
 				fprintf(stderr, "datacrumbs: error in the event callback (events are "
 					"kept unchanged; later errors are only counted): %s\n",
 					lua_tostring(L, -1));
-			lua_settop(L, 0);
+			lua_settop(L, base);
 			s->cur = NULL, s->cur_ev = NULL;
 			return 1;
 		}
 		if (lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1)) {
-			lua_settop(L, 0);
+			lua_settop(L, base);
 			s->cur = NULL, s->cur_ev = NULL;
 			return 0;
 		}
@@ -2036,7 +2108,7 @@ int dc_script_event(struct dc_script *s, struct dc_record *r)
 	}
 	/* read back only the own fields a callback read or set (ev_index, ev_newindex): the
 	 * others are the record's still */
-	int t = 3;
+	int t = base + 3;
 	unsigned touched = s->touched;
 	s->cur = NULL, s->cur_ev = NULL;
 	if (touched & 1u << K_NAME)
@@ -2063,7 +2135,7 @@ int dc_script_event(struct dc_script *s, struct dc_record *r)
 		lua_pop(L, 1);
 	}
 	if (!(touched & 1u << K_ARGS)) {
-		lua_settop(L, 0);
+		lua_settop(L, base);
 		return 1;
 	}
 
@@ -2110,7 +2182,7 @@ int dc_script_event(struct dc_script *s, struct dc_record *r)
 			lua_pop(L, 1);
 		}
 	}
-	lua_settop(L, 0);
+	lua_settop(L, base);
 	return 1;
 }
 
@@ -2121,9 +2193,9 @@ void dc_script_end(struct dc_script *s)
 		return;
 	lua_pushcfunction(L, on_error);
 	lua_rawgeti(L, LUA_REGISTRYINDEX, s->end_ref);
-	dc_trust_enter_script();
+	script_in(s);
 	int st = lua_pcall(L, 0, 0, -2);
-	dc_trust_leave_script();
+	script_out(s);
 	if (st != LUA_OK) {
 		s->errors++;
 		fprintf(stderr, "datacrumbs: error in the end callback: %s\n", lua_tostring(L, -1));
@@ -2140,7 +2212,10 @@ void dc_script_free(struct dc_script *s)
 {
 	if (!s)
 		return;
+	/* lua_close runs every pending finalizer: script code, with the user's fs ids */
+	dc_trust_enter_script();
 	lua_close(s->L);
+	dc_trust_leave_script();
 	free(s->kslots);
 	free(s->wslots);
 	free(s->emit_rec);

@@ -59,6 +59,10 @@ void dc_trust_leave_script(void);
  * files), dc_trust_batch_end at the batch's end. The code between the callbacks runs with
  * the user's fs ids, never more than root's. Main thread only; no-ops unless root under
  * sudo. */
+/* 1 when dc_trust_enter_script changes the fs ids (root under sudo, a non-root caller),
+ * else 0. */
+int dc_trust_switches(void);
+
 void dc_trust_batch_begin(void);
 void dc_trust_release(void);
 void dc_trust_batch_end(void);

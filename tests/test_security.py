@@ -243,6 +243,43 @@ check(not os.path.exists(rootonly + "/y"), "under sudo no callback created a fil
 equal(sorted({e["name"] for e in calls if e.get("path") == "/etc/hostname"} & {"openat", "read"}),
       ["openat", "read"], "under sudo, callbacks: cat's exec'd calls on /etc/hostname are there")
 equal(os.stat(t).st_uid, NOBODY, "under sudo, callbacks: the trace is the sudo caller's")
+# under sudo luv's calls that act with root's real and effective ids are refused
+for call in ("uv.kill(1, 0)", "uv.new_pipe(false)", "uv.new_tcp()", "uv.os_setpriority(1, 0)"):
+    s = write(os.path.join(d, "asroot.lua"), POSIX + 'local uv = require "luv"\n' + call + "\n")
+    r = run(["run", "-o", d, s, "--", "/bin/true"], env=sudo_env)
+    one_line(r, "asroot.lua:4: %s is not available without --unsafe (it would signal, renice "
+             "or open sockets as root, not as the sudo caller," % call.split("(")[0],
+             "under sudo, " + call)
+r = run(["run", "-q", "-o", d, s, "--", "/bin/true"])
+equal(r.returncode, 0, "as root itself uv.os_setpriority is there (%s)" % r.stderr)
+# a finalizer (__gc) is script code too: never run with root's fs ids, neither in a
+# collection the tracer's own Lua calls cause (300,000 finalizable objects from the top
+# level, then events) nor at the Lua state's close (one kept until the end)
+s = write(os.path.join(d, "gc.lua"), POSIX +
+          'local hits, ended = 0, false\n'
+          'local mt = { __gc = function()\n'
+          '  if ended then return end\n'
+          '  local f = io.open("%s/gc", "a")\n'
+          '  if f then hits = hits + 1; f:close() end\n'
+          'end }\n'
+          'for i = 1, 300000 do setmetatable({}, mt) end\n'
+          'KEEP = setmetatable({}, { __gc = function()\n'
+          '  local f = io.open("%s/gc-close", "w")\n'
+          '  io.stderr:write(f and "gc-close-escaped\\n" or "")\n'
+          '  if f then f:close() end\n'
+          'end })\n'
+          'dc.on_event(function(ev) local t = { ev.name, ev.path } end)\n'
+          'dc.on_process(function(p) local t = { p.event } end)\n'
+          'dc.on_end(function() ended = true; io.stderr:write(("gc-hits %%d\\n"):format(hits)) end)\n'
+          % (rootonly, rootonly))
+od = dctest.workdir("sec-gc")
+r = run(["run", "-o", od, s, "--", "/bin/sh", "-c", "for i in 1 2 3 4 5 6 7 8; do cat /etc/hostname; done >/dev/null"],
+        env=sudo_env)
+equal(r.returncode, 0, "under sudo, finalizers: exit status (%s)" % r.stderr)
+dctest.check_pfw(dctest.find_trace(od))
+check(not os.path.exists(rootonly + "/gc") and not os.path.exists(rootonly + "/gc-close") and
+      "gc-hits 0" in r.stderr.splitlines() and "escaped" not in r.stderr,
+      "under sudo no finalizer opened a file in root's directory (%r)" % r.stderr[-300:])
 r = run(["run", "-q", "-o", d, write(os.path.join(d, "ok.lua"), POSIX + 'assert(io.open("%s/x", "w"))\n'
          % rootonly), "--", "/bin/true"])
 equal(r.returncode, 0, "as root itself the same script writes there (%s)" % r.stderr)
