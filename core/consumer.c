@@ -939,7 +939,9 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 	struct dc_proc_files *pf = dc_files_find(e->pid);
 	if (!pf) {
 		/* a process whose fork record we did not get (lost, or it predates -p):
-		 * its cwd and fds as /proc shows them now */
+		 * its cwd and fds as /proc shows them now (with root's fs ids, as at a
+		 * process's record: dc_trust_release) */
+		dc_trust_release();
 		dc_files_from_proc(e->pid);
 		pf = dc_files_get(e->pid);
 	}

@@ -49,6 +49,8 @@ struct dc_profile {
 	struct dc_htab opens; /* of struct open_e: (pid, id of the call that opened a
 				 handle) -> its path */
 	uint64_t dropped;    /* counter events the script's callbacks dropped */
+	int flushing;        /* inside dc_profile_flush: pending holds pointers the script's
+				callbacks must not move (dc_profile_flushing) */
 	/* dc_profile_total's recent entries: DC_TC_SETS sets of two ways, the set chosen by a
 	 * multiplicative mix of (pid, probe) (two ranks' pids often differ in one bit only),
 	 * way 0 the most recent; src: the interned path it was found by (NULL: not one).
@@ -390,10 +392,16 @@ static int write_counter(struct dc_profile *p, const struct entry *e)
 	return 1;
 }
 
+int dc_profile_flushing(const struct dc_profile *p)
+{
+	return p && p->flushing;
+}
+
 uint64_t dc_profile_flush(struct dc_profile *p, uint64_t now_ns, int final)
 {
-	if (!p->interval_ns)
+	if (!p->interval_ns || p->flushing)
 		return 0;
+	p->flushing = 1;
 	unsigned limit = final ? UINT32_MAX
 		       : now_ns > p->t0 ? (now_ns - p->t0) / p->interval_ns : 0;
 	read_map(p, 1, take_ended, &limit);
@@ -428,6 +436,7 @@ uint64_t dc_profile_flush(struct dc_profile *p, uint64_t now_ns, int final)
 	}
 	dc_htab_free(&p->pending.h);
 	p->pending = left;
+	p->flushing = 0;
 	return written;
 }
 

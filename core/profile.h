@@ -47,6 +47,11 @@ void dc_profile_handle(struct dc_profile *p, int pid, uint64_t open_id, const ch
 void dc_profile_total(struct dc_profile *p, int pid, unsigned probe, uint64_t dur_ns,
 		      int64_t bytes, int64_t moved, const char *path, int run);
 
+/* 1 while p is inside dc_profile_flush (its counters go through the script's callbacks,
+ * which must not drain records into it, nor flush again: a callback's dc.aggregates() or
+ * uv.run), else 0; 0 for NULL. */
+int dc_profile_flushing(const struct dc_profile *p);
+
 /* Reads the BPF aggregates of the intervals that have ended by now_ns (all when final),
  * deletes them from the map, and writes one counter event per (interval, process,
  * function, file) in interval order. Returns the counters written. */

@@ -371,6 +371,8 @@ static uint64_t mono_ns(void)
 static void on_profile(uv_timer_t *t)
 {
 	struct session *s = t->data;
+	if (dc_profile_flushing(s->prof)) /* a callback of the flush ran the loop (uv.run) */
+		return;
 	drain(s);
 	dc_consumer_count(s->cons, dc_profile_flush(s->prof, mono_ns() - DC_PROFILE_LAG_MS *
 						    1000000ULL, 0));
@@ -381,7 +383,8 @@ static void read_cb(void *ctx, int totals, void (*visit)(const struct dc_prow *r
 		    void *arg)
 {
 	struct session *s = ctx;
-	drain(s);
+	if (!dc_profile_flushing(s->prof)) /* not into the tables a flush is walking */
+		drain(s);
 	dc_profile_read(s->prof, totals, visit, arg);
 }
 
@@ -1344,6 +1347,7 @@ static int teardown(struct session *s)
 	if (s->script) {
 		dc_script_set_emitter(s->script, NULL, NULL, 0);
 		dc_script_set_stats(s->script, NULL, NULL);
+		dc_script_set_reader(s->script, NULL, NULL); /* luv callbacks may still run */
 	}
 	dc_consumer_free(s->cons);
 	dc_profile_free(s->prof);

@@ -212,6 +212,39 @@ for other, what in (("", "reuse"), ("dc.on_event(function(ev) end)\n", "reuse+ne
         equal(same, seen - 1 if what == "reuse" else 0,
               "%s: events sharing the previous event's table" % what)
     equal(end["script_errors"], 0, "%s: no script error" % what)
+# profile mode: a callback of the interval's counters reads dc.aggregates() (which must not
+# drain records into the table the flush walks: it crashed), and luv callbacks run at the
+# tracer's exit call dc.totals() and dc.aggregates() after the tables are gone (a crash, an
+# abort or a hang before): empty lists then
+PROF = ('local dc = require "datacrumbs"\n'
+        'local uv = require "luv"\n'
+        'dc.probe "posix"\n'
+        'dc.mode("profile", "10ms")\n'
+        'local n = 0\n'
+        'dc.on_event(function(ev) n = n + 1; local _ = #dc.aggregates() end)\n'
+        'dc.on_end(function()\n'
+        '  io.stderr:write(("prof-callbacks %d\\n"):format(n))\n'
+        '  uv.new_timer():close(function()\n'
+        '    io.stderr:write(("late %d %d\\n"):format(#dc.totals(), #dc.aggregates()))\n'
+        '  end)\n'
+        'end)\n')
+d = dctest.workdir("scripts-prof-cb")
+sc = os.path.join(d, "prof.lua")
+with open(sc, "w") as f:
+    f.write(PROF)
+r = dctest.run_dc(["run", "-o", d, sc, "--", "sh", "-c",
+                   "for i in 1 2 3 4 5 6 7 8 9 10; do cat /etc/hostname; done >/dev/null"])
+equal(r.returncode, 0, "profile callbacks reading dc.aggregates: exit status (%s)" % r.stderr[-300:])
+t = dctest.find_trace(d)
+dctest.check_pfw(t)
+events, _, _ = dctest.read_trace(t)
+counters = [e for e in events if e.get("ph") == "C" and e.get("cat") != "datacrumbs"]
+got = [ln.split() for ln in r.stderr.splitlines() if ln.startswith(("prof-callbacks ", "late "))]
+equal(got, [["prof-callbacks", str(len(counters))], ["late", "0", "0"]],
+      "profile callbacks: one per counter event written (%d); dc.totals and dc.aggregates "
+      "empty after the tables are gone" % len(counters))
+check(len(counters) > 0, "profile callbacks: counter events written (%d)" % len(counters))
+
 d = dctest.workdir("scripts-filter-typo")
 sc = os.path.join(d, "typo.lua")
 with open(sc, "w") as f:
