@@ -24,6 +24,11 @@
 #include "trust.h"
 #include "util.h"
 
+/* A script's ts (us since the epoch) must lie after 2020 (the format contract) and its
+ * ts + dur before 2100 (4102444800 s): math.maxinteger would overflow ts + dur. */
+#define TS_MIN_US 1577836800000000LL
+#define TS_END_US 4102444800000000LL
+
 /* The event table's own keys, at these indices of the keys table. */
 enum ev_key { K_ID = 1, K_NAME, K_CAT, K_PID, K_TID, K_TS, K_DUR, K_LEVEL, K_P_IDX, K_PH,
 	      K_PATH, K_PATH2, K_ARGS, K_PH_C, K_PH_X, K_NFIXED };
@@ -825,11 +830,13 @@ static void record_from_table(lua_State *L, struct dc_script *s, struct dc_recor
 	raw_field(L, -3, "ts");
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
-	r->ts_us = lua_isinteger(L, -1) && lua_tointeger(L, -1) > 1577836800000000LL
+	r->ts_us = lua_isinteger(L, -1) && lua_tointeger(L, -1) > TS_MIN_US &&
+		   lua_tointeger(L, -1) < TS_END_US
 		? (uint64_t)lua_tointeger(L, -1)
 		: (uint64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;
 	raw_field(L, -4, "dur");
-	r->dur_us = lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 0 ? lua_tointeger(L, -1) : 0;
+	r->dur_us = lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 0 &&
+		    lua_tointeger(L, -1) < TS_END_US - (lua_Integer)r->ts_us ? lua_tointeger(L, -1) : 0;
 	lua_pop(L, 4);
 	raw_field(L, -1, "args");
 	if (lua_istable(L, -1)) {
@@ -2008,8 +2015,9 @@ static void read_back_str(lua_State *L, int keys, int t, int key, struct dc_reco
 	lua_rawget(L, t);
 	size_t n = 0;
 	const char *v = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &n) : NULL;
-	if (v && v == was) {
-		/* unchanged */
+	if (v && v == was && *dst && !strcmp(v, *dst)) {
+		/* unchanged (the address alone is not enough: the string handed out may have
+		 * been collected and its memory taken by the one set in its place) */
 	} else if (v && (n || nil_ok)) {
 		if (*dst == NULL || strcmp(v, *dst)) {
 			const char *k = dc_rec_keep(r, v, n);
@@ -2119,18 +2127,21 @@ static int script_event(struct dc_script *s, struct dc_record *r)
 		read_back_str(L, keys, t, K_PATH, r, &r->path, pu->path, 1);
 	if (touched & 1u << K_PATH2)
 		read_back_str(L, keys, t, K_PATH2, r, &r->path2, pu->path2, 1);
-	/* times: microseconds, ts after 2020 (the format contract), dur not negative */
+	/* times: microseconds, ts after 2020 (the format contract), dur not negative, ts + dur
+	 * before 2100 (TS_END_US) */
 	if (touched & 1u << K_TS) {
 		lua_rawgeti(L, keys, K_TS);
 		lua_rawget(L, t);
-		if (lua_isinteger(L, -1) && lua_tointeger(L, -1) > 1577836800000000LL)
+		if (lua_isinteger(L, -1) && lua_tointeger(L, -1) > TS_MIN_US &&
+		    lua_tointeger(L, -1) < TS_END_US - (lua_Integer)r->dur_us)
 			r->ts_us = lua_tointeger(L, -1);
 		lua_pop(L, 1);
 	}
 	if (touched & 1u << K_DUR) {
 		lua_rawgeti(L, keys, K_DUR);
 		lua_rawget(L, t);
-		if (lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 0)
+		if (lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 0 &&
+		    lua_tointeger(L, -1) < TS_END_US - (lua_Integer)r->ts_us)
 			r->dur_us = lua_tointeger(L, -1);
 		lua_pop(L, 1);
 	}
@@ -2150,7 +2161,7 @@ static int script_event(struct dc_script *s, struct dc_record *r)
 			push_key(s, L, keys, a.key);
 			lua_rawget(L, -2);
 			if (a.is_str && lua_type(L, -1) == LUA_TSTRING &&
-			    lua_tostring(L, -1) == pu->val[i]) {
+			    lua_tostring(L, -1) == pu->val[i] && !strcmp(pu->val[i], a.s)) {
 				r->args[n] = a; /* unchanged */
 				own[n++] = pu->key[i];
 			} else if (read_arg(L, r, &a)) {
