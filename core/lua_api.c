@@ -142,6 +142,7 @@ static int raw_field(lua_State *L, int idx, const char *key);
 static void read_str_field(lua_State *L, struct dc_record *r, const char *key,
 			   const char **dst, int nil_ok);
 static int reserved_key(const char *k);
+static int int_only(const char *k, lua_State *L);
 
 const char *dc_rec_keep(struct dc_record *r, const char *s, size_t n)
 {
@@ -844,7 +845,7 @@ static void record_from_table(lua_State *L, struct dc_script *s, struct dc_recor
 		while (lua_next(L, -2) && r->nargs < DC_REC_ARGS) {
 			struct dc_rec_arg a = { .key = NULL };
 			if (lua_type(L, -2) == LUA_TSTRING && !reserved_key(lua_tostring(L, -2)) &&
-			    read_arg(L, r, &a)) {
+			    !int_only(lua_tostring(L, -2), L) && read_arg(L, r, &a)) {
 				const char *k = lua_tostring(L, -2);
 				a.key = dc_rec_keep(r, k, strlen(k));
 				if (a.key)
@@ -1683,6 +1684,22 @@ static void read_str_field(lua_State *L, struct dc_record *r, const char *key,
 }
 
 /* The keys the writer owns: a script cannot set them through ev.args. */
+/* An arg the format contract says is an integer (docs/trace-format.md; the validator's
+ * INT_ARGS, scripts/pfw_validate.py): a script's string there would make the trace
+ * invalid, so it is not taken (an own arg keeps its value, an added one is dropped). */
+static int int_only(const char *k, lua_State *L)
+{
+	static const char *const keys[] = { "fd", "count", "offset", "ret", "errno", "whence",
+					    "flags", "unfinished", "unwound", "async", "ino",
+					    "dev", NULL };
+	if (lua_type(L, -1) != LUA_TSTRING)
+		return 0;
+	for (int i = 0; keys[i]; i++)
+		if (!strcmp(k, keys[i]))
+			return 1;
+	return 0;
+}
+
 static int reserved_key(const char *k)
 {
 	static const char *const keys[] = { "hhash", "fhash", "level", "p_idx", NULL };
@@ -2164,7 +2181,7 @@ static int script_event(struct dc_script *s, struct dc_record *r)
 			    lua_tostring(L, -1) == pu->val[i] && !strcmp(pu->val[i], a.s)) {
 				r->args[n] = a; /* unchanged */
 				own[n++] = pu->key[i];
-			} else if (read_arg(L, r, &a)) {
+			} else if (int_only(a.key, L) || read_arg(L, r, &a)) {
 				r->args[n] = a;
 				own[n++] = pu->key[i];
 			}
@@ -2184,7 +2201,8 @@ static int script_event(struct dc_script *s, struct dc_record *r)
 				for (int i = 0; i < n && !known; i++)
 					known = k == own[i] || !strcmp(r->args[i].key, k);
 				struct dc_rec_arg a = { .key = NULL };
-				if (!known && !reserved_key(k) && read_arg(L, r, &a)) {
+				if (!known && !reserved_key(k) && !int_only(k, L) &&
+				    read_arg(L, r, &a)) {
 					a.key = dc_rec_keep(r, k, strlen(k));
 					if (a.key)
 						r->args[r->nargs++] = a;

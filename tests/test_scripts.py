@@ -406,7 +406,8 @@ LAZY = ('local dc = require "datacrumbs"\n'
         '    table.sort(ks); keys = table.concat(ks, ",")\n'
         '    ev.dur = 7; first = ev\n'
         '  elseif n == 2 then ev.path = nil; ev.dur = math.maxinteger\n'
-        '  else ev.args.tag = "lazy"; kept = ev; kept.name = kept.name end\n'
+        '  else ev.args.tag = "lazy"; ev.args.count = "str"; ev.args.errno = "x"\n'
+        '    kept = ev; kept.name = kept.name end\n'
         'end, { name = "write" })\n'
         'dc.on_event(function(ev)\n'
         '  if ev.path ~= "%s" then return end\n'
@@ -435,6 +436,8 @@ equal([(e.get("path"), e["dur"], e["args"].get("count"), e["args"].get("ret"),
       [(data, 7, 1024, 1024, None), (None, writes[1]["dur"], 1024, 1024, None),
        (data, writes[2]["dur"], 1024, 1024, "lazy")],
       "lazy ev: dur set unread, path removed unread, an arg added")
+equal("errno" in writes[2]["args"], False, "lazy ev: a string added as an integer arg "
+      "(errno) is dropped, one set on an own integer arg (count) keeps its value")
 check(writes[1]["dur"] < 10 ** 7, "lazy ev: a dur that would overflow ts + dur is ignored (%d)"
       % writes[1]["dur"])
 close = [e for e in dctest.calls(events) if e["name"] == "close" and e.get("path") == data]
