@@ -51,6 +51,10 @@ int dc_trust_search_dir(const char *dir, const char *what, char *err, size_t err
 void dc_trust_enter_script(void);
 void dc_trust_leave_script(void);
 
+/* 1 when dc_trust_enter_script changes the fs ids (root, started through sudo by a user
+ * other than root), else 0. */
+int dc_trust_switches(void);
+
 /* A batch of script runs (the event callbacks of one drain of the ring buffers): inside
  * it, leaving script code keeps the invoking user's fs ids, so that the next callback
  * enters with no system call (the four of a switch and back were ~7 us per event:
@@ -59,10 +63,6 @@ void dc_trust_leave_script(void);
  * files), dc_trust_batch_end at the batch's end. The code between the callbacks runs with
  * the user's fs ids, never more than root's. Main thread only; no-ops unless root under
  * sudo. */
-/* 1 when dc_trust_enter_script changes the fs ids (root under sudo, a non-root caller),
- * else 0. */
-int dc_trust_switches(void);
-
 void dc_trust_batch_begin(void);
 void dc_trust_release(void);
 void dc_trust_batch_end(void);
