@@ -88,7 +88,9 @@ int dc_script_drops_path_run(struct dc_script *s, const char *path);
 /* Offers r to the event callback: the callback may drop it (returns false) or change
  * name, cat, path, ts, dur and args (strings are copied into r's arena). Returns 1 to
  * keep, 0 to drop. A Lua error keeps the event unchanged, is counted and reported on
- * stderr the first time with file:line. */
+ * stderr the first time with file:line. r must stay valid until it returns: the
+ * callbacks' ev reads its fields as they are asked for (docs/lua-api.md). May be called
+ * from inside another event's callbacks (a callback that runs the loop). */
 int dc_script_event(struct dc_script *s, struct dc_record *r);
 
 /* Where dc.emit / dc.counter records go once tracing has begun: fn(ctx, r, counter);
