@@ -160,6 +160,14 @@ int dc_trust_search_dir(const char *dir, const char *what, char *err, size_t err
  * whether the fs ids are the invoking user's now. Invariant: as_user is 1 whenever
  * script_depth > 0 (under sudo); outside a batch it is 0 whenever script_depth is 0. */
 static int script_depth, batch, as_user;
+static void (*on_switch)(int as_user, void *arg); /* dc_trust_on_switch */
+static void *on_switch_arg;
+
+void dc_trust_on_switch(void (*fn)(int as_user, void *arg), void *arg)
+{
+	on_switch = fn;
+	on_switch_arg = arg;
+}
 
 static int switching(void)
 {
@@ -177,6 +185,8 @@ static void to_root(void)
 	setfsuid(0);
 	setfsgid(0);
 	as_user = 0;
+	if (on_switch)
+		on_switch(0, on_switch_arg);
 }
 
 void dc_trust_enter_script(void)
@@ -186,6 +196,8 @@ void dc_trust_enter_script(void)
 		setfsgid(iv->gid);
 		setfsuid(iv->uid);
 		as_user = 1;
+		if (on_switch)
+			on_switch(1, on_switch_arg);
 	}
 }
 

@@ -55,6 +55,10 @@ void dc_trust_leave_script(void);
  * other than root), else 0. */
 int dc_trust_switches(void);
 
+/* fn(as_user, arg) is called after each switch of the fs ids: 1 to the invoking user's,
+ * 0 back to root's (lua_api.c stops Lua's collector while they are root's); NULL: none. */
+void dc_trust_on_switch(void (*fn)(int as_user, void *arg), void *arg);
+
 /* A batch of script runs (the event callbacks of one drain of the ring buffers): inside
  * it, leaving script code keeps the invoking user's fs ids, so that the next callback
  * enters with no system call (the four of a switch and back were ~7 us per event:
