@@ -130,7 +130,6 @@ struct want_slot {
 	uint64_t mask;
 };
 
-
 static int on_error(lua_State *L); /* the message handler of every protected call */
 static void ev_fill(struct dc_script *s, lua_State *L, int idx);
 
@@ -314,14 +313,6 @@ static struct dc_script *self(lua_State *L)
 	return lua_touserdata(L, lua_upvalueindex(1));
 }
 
-/* Around every run of script code: the invoking user's fs ids under sudo
- * (dc_trust_enter_script). */
-static void script_in(struct dc_script *s)
-{
-	(void)s;
-	dc_trust_enter_script();
-}
-
 /* Under sudo Lua's collector runs only while the fs ids are the invoking user's
  * (dc_trust_on_switch; stopped at dc_script_new, lua_gc LUA_GCSTOP, Lua 5.4 manual 4.6):
  * a finalizer (__gc) is script code, and a collection step runs in whatever allocates,
@@ -334,11 +325,6 @@ static void gc_on_switch(int as_user, void *arg)
 	lua_gc(s->L, as_user ? LUA_GCRESTART : LUA_GCSTOP);
 }
 
-static void script_out(struct dc_script *s)
-{
-	(void)s;
-	dc_trust_leave_script();
-}
 
 /* Raises "FN: unknown field 'K' in spec (fields: ...)" for a key of the spec table at idx
  * that is not in `known` (NULL-terminated): a typo (function= for functions=) must not
@@ -1098,9 +1084,9 @@ void dc_script_process(struct dc_script *s, const char *event, int pid, int ppid
 		lua_pushinteger(L, status);
 		lua_setfield(L, -2, "rank");
 	}
-	script_in(s);
+	dc_trust_enter_script();
 	int st = lua_pcall(L, 1, 0, 1);
-	script_out(s);
+	dc_trust_leave_script();
 	if (st != LUA_OK) {
 		if (s->errors++ == 0)
 			fprintf(stderr, "datacrumbs: error in the process callback: %s\n",
@@ -1175,23 +1161,17 @@ static int luv_callback(lua_State *L, int nargs, int nresults, int flags)
 {
 	(void)flags;
 	int base = lua_gettop(L) - nargs; /* the function's slot */
-	lua_getfield(L, LUA_REGISTRYINDEX, "datacrumbs.script");
-	struct dc_script *s = lua_touserdata(L, -1);
-	lua_pop(L, 1);
 	lua_pushcfunction(L, on_error);
 	lua_insert(L, base);
-	if (s)
-		script_in(s);
-	else
-		dc_trust_enter_script();
+	dc_trust_enter_script();
 	int r = lua_pcall(L, nargs, nresults, base);
-	if (s)
-		script_out(s);
-	else
-		dc_trust_leave_script();
+	dc_trust_leave_script();
 	lua_remove(L, base);
 	if (r == LUA_OK)
 		return lua_gettop(L) - base + 1;
+	lua_getfield(L, LUA_REGISTRYINDEX, "datacrumbs.script");
+	struct dc_script *s = lua_touserdata(L, -1);
+	lua_pop(L, 1);
 	if (s && s->errors++ == 0)
 		fprintf(stderr, "datacrumbs: error in a luv callback (the run goes on; later "
 			"errors are only counted): %s\n", lua_tostring(L, -1));
@@ -1551,11 +1531,11 @@ int dc_script_run(struct dc_script *s, const char *path, char *err, size_t errle
 	if (dc_trust_file(path, "script", real, sizeof(real), err, errlen))
 		return -1;
 	lua_pushcfunction(L, on_error);
-	script_in(s);
+	dc_trust_enter_script();
 	int st = dc_trust_load(L, real, path);
 	if (st == LUA_OK)
 		st = lua_pcall(L, 0, 0, -2);
-	script_out(s);
+	dc_trust_leave_script();
 	if (st != LUA_OK) {
 		snprintf(err, errlen, "%s", lua_tostring(L, -1));
 		lua_settop(L, 0);
@@ -1689,7 +1669,6 @@ static void read_str_field(lua_State *L, struct dc_record *r, const char *key,
 	lua_pop(L, 1);
 }
 
-/* The keys the writer owns: a script cannot set them through ev.args. */
 /* An arg the format contract says is an integer (docs/trace-format.md; the validator's
  * INT_ARGS, scripts/pfw_validate.py): a script's string there would make the trace
  * invalid, so it is not taken (an own arg keeps its value, an added one is dropped). */
@@ -1706,6 +1685,7 @@ static int int_only(const char *k, lua_State *L)
 	return 0;
 }
 
+/* The keys the writer owns: a script cannot set them through ev.args. */
 static int reserved_key(const char *k)
 {
 	static const char *const keys[] = { "hhash", "fhash", "level", "p_idx", NULL };
@@ -1798,7 +1778,6 @@ static int push_keys(struct dc_script *s, lua_State *L)
 	}
 	return lua_gettop(L);
 }
-
 
 /* Pushes the value of own field f (enum ev_key, K_ID..K_ARGS) of the event in the
  * callbacks' hands (s->cur), noting the Lua strings handed out in s->pu; keys: the keys
@@ -2092,10 +2071,7 @@ int dc_script_event(struct dc_script *s, struct dc_record *r)
 	const void *cur_ev = s->cur_ev;
 	unsigned touched = s->touched;
 	struct pushed pu = s->pu;
-	lua_State *L = s->L;
-	int top = lua_gettop(L);
-	int ret = script_event(s, r);
-	lua_settop(L, top);
+	int ret = script_event(s, r); /* leaves the stack as it found it */
 	s->cur = cur, s->cur_ev = cur_ev, s->touched = touched, s->pu = pu;
 	return ret;
 }
@@ -2118,9 +2094,9 @@ static int script_event(struct dc_script *s, struct dc_record *r)
 			continue;
 		lua_rawgeti(L, LUA_REGISTRYINDEX, s->cbs[i].ref);
 		lua_pushvalue(L, base + 3);
-		script_in(s);
+		dc_trust_enter_script();
 		int st = lua_pcall(L, 1, 1, base + 1);
-		script_out(s);
+		dc_trust_leave_script();
 		if (st != LUA_OK) {
 			if (s->errors++ == 0)
 				fprintf(stderr, "datacrumbs: error in the event callback (events are "
@@ -2228,9 +2204,9 @@ void dc_script_end(struct dc_script *s)
 		return;
 	lua_pushcfunction(L, on_error);
 	lua_rawgeti(L, LUA_REGISTRYINDEX, s->end_ref);
-	script_in(s);
+	dc_trust_enter_script();
 	int st = lua_pcall(L, 0, 0, -2);
-	script_out(s);
+	dc_trust_leave_script();
 	if (st != LUA_OK) {
 		s->errors++;
 		fprintf(stderr, "datacrumbs: error in the end callback: %s\n", lua_tostring(L, -1));

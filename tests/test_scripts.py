@@ -27,6 +27,30 @@ def run(name, args, cmd):
 
 DD = ["dd", "if=/dev/zero", "of=DATA", "bs=4k", "count=10", "status=none"]
 
+
+def own_script(name, file, text):
+    """A work directory scripts-NAME with the script written in it as FILE (text: a string,
+    or a function of the directory giving it): (dir, the script's path)."""
+    d = dctest.workdir("scripts-" + name)
+    sc = os.path.join(d, file)
+    with open(sc, "w") as f:
+        f.write(text(d) if callable(text) else text)
+    return d, sc
+
+
+def dd_3k(d, sc):
+    """Runs script sc on dd writing 3 blocks of 1 KiB from /dev/zero to d/o: (the
+    completed run, d/o, its trace's events, checked by check_pfw)."""
+    data = os.path.join(d, "o")
+    r = dctest.run_dc(["run", "-o", d, sc, "--", "dd", "if=/dev/zero", "of=" + data, "bs=1k",
+                       "count=3", "status=none"])
+    events = []
+    if r.returncode == 0:
+        t = dctest.find_trace(d)
+        dctest.check_pfw(t)
+        events, _, _ = dctest.read_trace(t)
+    return r, data, events
+
 # --help: the script's options, exit 0, nothing traced, no root needed
 r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                     dctest.DATACRUMBS, "run", "slow_io.lua", "--help"], capture_output=True,
@@ -143,23 +167,16 @@ check(r.returncode == 125 and re.match(r"^datacrumbs: \S+emit\.lua:3: emit: trac
                                        r.stderr), "emit at load: error with file:line: %r" % r.stderr)
 
 # dc.on_event with filters: callbacks stack, each sees only what it asked for
-d = dctest.workdir("scripts-filters")
-sc = os.path.join(d, "f.lua")
-with open(sc, "w") as f:
-    f.write('local dc = require "datacrumbs"\n'
-            'dc.probe { layer = "posix", functions = { "open", "write", "close" } }\n'
-            'local seen = {}\n'
-            'dc.on_event(function(ev) ev.args.tag = "w"; seen[#seen + 1] = ev.name end, { name = "write" })\n'
-            'dc.on_event(function(ev) if ev.name == "close" then return false end end, { cat = "POSIX" })\n'
-            'dc.on_event(function(ev) ev.args.never = 1 end, { cat = "SYSCALL" })\n'
-            'dc.on_end(function() for _, n in ipairs(seen) do assert(n == "write") end end)\n')
-data = os.path.join(d, "o")
-r = dctest.run_dc(["run", "-o", d, sc, "--", "dd", "if=/dev/zero", "of=" + data, "bs=1k",
-                   "count=3", "status=none"])
+d, sc = own_script("filters", "f.lua",
+    'local dc = require "datacrumbs"\n'
+    'dc.probe { layer = "posix", functions = { "open", "write", "close" } }\n'
+    'local seen = {}\n'
+    'dc.on_event(function(ev) ev.args.tag = "w"; seen[#seen + 1] = ev.name end, { name = "write" })\n'
+    'dc.on_event(function(ev) if ev.name == "close" then return false end end, { cat = "POSIX" })\n'
+    'dc.on_event(function(ev) ev.args.never = 1 end, { cat = "SYSCALL" })\n'
+    'dc.on_end(function() for _, n in ipairs(seen) do assert(n == "write") end end)\n')
+r, data, events = dd_3k(d, sc)
 equal(r.returncode, 0, "filters: exit status (%s)" % r.stderr)
-t = dctest.find_trace(d)
-dctest.check_pfw(t)
-events, _, _ = dctest.read_trace(t)
 mine = [(e["name"], e["args"].get("tag"), "never" in e["args"]) for e in dctest.calls(events)
         if e["path"] == data]
 equal(mine, [("openat", None, False)] + [("write", "w", False)] * 3,
@@ -228,10 +245,7 @@ PROF = ('local dc = require "datacrumbs"\n'
         '    io.stderr:write(("late %d %d\\n"):format(#dc.totals(), #dc.aggregates()))\n'
         '  end)\n'
         'end)\n')
-d = dctest.workdir("scripts-prof-cb")
-sc = os.path.join(d, "prof.lua")
-with open(sc, "w") as f:
-    f.write(PROF)
+d, sc = own_script("prof-cb", "prof.lua", PROF)
 r = dctest.run_dc(["run", "-o", d, sc, "--", "sh", "-c",
                    "for i in 1 2 3 4 5 6 7 8 9 10; do cat /etc/hostname; done >/dev/null"])
 equal(r.returncode, 0, "profile callbacks reading dc.aggregates: exit status (%s)" % r.stderr[-300:])
@@ -245,11 +259,8 @@ equal(got, [["prof-callbacks", str(len(counters))], ["late", "0", "0"]],
       "empty after the tables are gone" % len(counters))
 check(len(counters) > 0, "profile callbacks: counter events written (%d)" % len(counters))
 
-d = dctest.workdir("scripts-filter-typo")
-sc = os.path.join(d, "typo.lua")
-with open(sc, "w") as f:
-    f.write('local dc = require "datacrumbs"\ndc.probe "posix"\n'
-            'dc.on_event(function() end, { nme = "write" })\n')
+d, sc = own_script("filter-typo", "typo.lua", 'local dc = require "datacrumbs"\n'
+                   'dc.probe "posix"\ndc.on_event(function() end, { nme = "write" })\n')
 r = dctest.run_dc(["run", sc, "--", "true"])
 check(r.returncode == 125 and re.match(r"^datacrumbs: \S+typo\.lua:3: on_event: unknown field "
                                        r"'nme' in its spec \(fields: cat, name, reuse\)$",
@@ -419,17 +430,9 @@ LAZY = ('local dc = require "datacrumbs"\n'
         '  first.name = "write_copy"; dc.emit(first)\n'
         '  local x = kept.ts\n'
         'end)\n')
-d = dctest.workdir("scripts-lazy")
-data = os.path.join(d, "o")
-sc = os.path.join(d, "lazy.lua")
-with open(sc, "w") as f:
-    f.write(LAZY % data)
-r = dctest.run_dc(["run", "-o", d, sc, "--", "dd", "if=/dev/zero", "of=" + data, "bs=1k",
-                   "count=3", "status=none"])
+d, sc = own_script("lazy", "lazy.lua", lambda d: LAZY % os.path.join(d, "o"))
+r, data, events = dd_3k(d, sc)
 equal(r.returncode, 0, "lazy ev: exit status (%s)" % r.stderr)
-t = dctest.find_trace(d)
-dctest.check_pfw(t)
-events, files, _ = dctest.read_trace(t)
 writes = [e for e in dctest.calls(events) if e["name"] == "write"]
 equal([(e.get("path"), e["dur"], e["args"].get("count"), e["args"].get("ret"),
         e["args"].get("tag")) for e in writes],
