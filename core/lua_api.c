@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <lua.h>
 #include <lauxlib.h>
@@ -53,9 +54,12 @@ struct pushed {
 struct callback {
 	int ref;                    /* the function, in the registry */
 	char cat[32];               /* only this layer ("" any) */
-	char **names;               /* only these functions (NULL: any) */
+	char **names;               /* only these events (NULL: any): the filter's names, then
+				       the ones they are traced as (filter_names) */
 	int nnames;
+	int asked;                  /* names[0, asked) are the filter's own */
 	int reuse;                  /* filter.reuse: it keeps no ev past its call */
+	char where[128];            /* "script.lua:12", the on_event call, for messages */
 };
 
 struct dc_script {
@@ -697,6 +701,87 @@ int dc_script_drops_path(const struct dc_script *s, const char *path)
 	return 0;
 }
 
+static void free_names(struct callback *cb)
+{
+	for (int k = 0; k < cb->nnames; k++)
+		free(cb->names[k]);
+	free(cb->names);
+	cb->names = NULL;
+	cb->nnames = 0;
+}
+
+/* Adds name to cb's names unless it is there. 0, or -1 out of memory. */
+static int add_name(struct callback *cb, const char *name)
+{
+	for (int k = 0; k < cb->nnames; k++)
+		if (!strcmp(cb->names[k], name))
+			return 0;
+	char **v = realloc(cb->names, (cb->nnames + 1) * sizeof(*v));
+	char *copy = strdup(name);
+	if (v)
+		cb->names = v;
+	if (!v || !copy) {
+		free(copy);
+		return -1;
+	}
+	cb->names[cb->nnames++] = copy;
+	return 0;
+}
+
+/* Completes cb's name filter against the script's probe requests, once they are all made
+ * (dc_script_run's end; at once for a callback added later): a function that the system
+ * call tracepoints serve is traced as the function its layer names after each of its
+ * system calls (glibc's open makes openat, pwrite64 is pwrite's: docs/probes.md "Library
+ * call or system call"), so the filter takes those names as well and sees the calls the
+ * script asked for. Returns 0; -1 with "file:line: ..." in err for a name no requested
+ * function is traced as (a misspelt name matched nothing, silently, before); names are not
+ * checked when the script probes functions of its own (dc.uprobe: its globs are matched
+ * in the libraries only when they are attached). */
+static int filter_names(struct dc_script *s, struct callback *cb, char *err, size_t errlen)
+{
+	int custom = 0;
+	for (int i = 0; i < s->nreqs; i++)
+		custom |= s->reqs[i].layer->custom;
+	for (int n = 0; n < cb->asked; n++) {
+		const char *name = cb->names[n];
+		int found = 0;
+		for (int i = 0; i < s->nreqs; i++) {
+			const struct dc_probe_req *r = &s->reqs[i];
+			struct dc_req_iter it = { .r = r };
+			const struct dc_func *f;
+			int hidden;
+			while ((f = dc_req_next(&it, &hidden)) && !hidden) {
+				int is = !strcmp(f->name, name);
+				found |= is;
+				for (int k = 0; !r->uprobe && k < f->nsyscalls; k++) {
+					const struct dc_func *namer =
+						dc_layer_syscall_namer(r->layer, f->syscall[k]);
+					if (!namer)
+						continue;
+					found |= !strcmp(namer->name, name);
+					if (is && add_name(cb, namer->name)) {
+						snprintf(err, errlen, "%son_event: out of memory",
+							 cb->where);
+						return -1;
+					}
+				}
+			}
+		}
+		if (!found && !custom) {
+			char layers[256] = "";
+			for (int i = 0; i < s->nreqs; i++)
+				if (!strstr(layers, s->reqs[i].layer->name))
+					snprintf(layers + strlen(layers), sizeof(layers) - strlen(layers),
+						 "%s%s", layers[0] ? ", " : "", s->reqs[i].layer->name);
+			snprintf(err, errlen, "%son_event: filter.name '%s' is no function this "
+				 "script probes (%s%s), so the callback would never run", cb->where,
+				 name, layers[0] ? "layers " : "no dc.probe", layers);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* dc.on_event(fn): fn(ev) is called for every event before it is written.
  *   ev: { id, name, cat, pid, tid, ts (us since epoch), dur (us), level, p_idx,
  *         path (absolute, or nil), args = { fd=, count=, offset=, ret=, ... } }
@@ -732,9 +817,7 @@ static int l_on_event(lua_State *L)
 				lua_pushvalue(L, -1);
 			const char *name = lua_tostring(L, -1);
 			if (!name || !cb.names) {
-				for (int k = 0; k < cb.nnames; k++)
-					free(cb.names[k]);
-				free(cb.names);
+				free_names(&cb);
 				return luaL_error(L, "on_event: filter.name #%d is not a name", i);
 			}
 			cb.names[cb.nnames++] = strdup(name);
@@ -747,9 +830,21 @@ static int l_on_event(lua_State *L)
 		cb.reuse = lua_toboolean(L, -1);
 		lua_pop(L, 1);
 	}
+	cb.asked = cb.nnames;
+	luaL_where(L, 1);
+	snprintf(cb.where, sizeof(cb.where), "%s", lua_tostring(L, -1));
+	lua_pop(L, 1);
+	char err[512];
+	if (s->started && filter_names(s, &cb, err, sizeof(err))) { /* from a timer: now */
+		free_names(&cb);
+		lua_pushstring(L, err);
+		return lua_error(L);
+	}
 	struct callback *v = realloc(s->cbs, (s->ncbs + 1) * sizeof(*v));
-	if (!v)
+	if (!v) {
+		free_names(&cb);
 		return luaL_error(L, "on_event: out of memory");
+	}
 	s->cbs = v;
 	lua_pushvalue(L, 1);
 	cb.ref = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -761,7 +856,7 @@ static int l_on_event(lua_State *L)
 /* Does callback cb want record r? */
 static int wants(const struct callback *cb, const struct dc_record *r)
 {
-	if (cb->cat[0] && strcmp(cb->cat, r->cat))
+	if (cb->cat[0] && strcasecmp(cb->cat, r->cat)) /* "posix" as dc.probe takes it */
 		return 0;
 	if (!cb->names)
 		return 1;
@@ -1542,6 +1637,9 @@ int dc_script_run(struct dc_script *s, const char *path, char *err, size_t errle
 		return s->done ? 1 : -1;
 	}
 	lua_settop(L, 0);
+	for (int i = 0; i < s->ncbs; i++)
+		if (filter_names(s, &s->cbs[i], err, errlen))
+			return -1;
 	return 0;
 }
 
@@ -2232,11 +2330,8 @@ void dc_script_free(struct dc_script *s)
 	free(s->kslots);
 	free(s->wslots);
 	free(s->emit_rec);
-	for (int i = 0; i < s->ncbs; i++) {
-		for (int k = 0; k < s->cbs[i].nnames; k++)
-			free(s->cbs[i].names[k]);
-		free(s->cbs[i].names);
-	}
+	for (int i = 0; i < s->ncbs; i++)
+		free_names(&s->cbs[i]);
 	free(s->cbs);
 	for (int i = 0; i < s->ndrops; i++)
 		free(s->drops[i]);

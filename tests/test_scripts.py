@@ -184,6 +184,43 @@ equal(mine, [("openat", None, False)] + [("write", "w", False)] * 3,
 equal([e for e in events if e.get("name") == "end"][0]["args"]["script_errors"], 0,
       "filters: the first callback saw only writes")
 
+# filters name what the script asked for: a function the system call tracepoints serve is
+# traced under the name its layer gives the system call (glibc's open is openat, pwrite64
+# pwrite), and a filter on the asked name sees those events; the layer as dc.probe takes it
+# ("posix"); a name the script's probes never make is an error at the on_event line
+d, sc = own_script("filter-names", "n.lua",
+    'local dc = require "datacrumbs"\n'
+    'dc.probe { layer = "posix", functions = { "open", "pwrite64", "write", "close" } }\n'
+    'dc.on_event(function(ev) ev.args.tag = "o" end, { name = "open" })\n'
+    'dc.on_event(function(ev) ev.args.tag = "p" end, { name = { "pwrite64" } })\n'
+    'dc.on_event(function(ev) ev.args.tag = "w" end, { cat = "posix", name = "write" })\n')
+r = dctest.run_dc(["run", "-o", d, sc, "--", os.environ["PROG_RAW"], d])
+equal(r.returncode, 0, "filter names: exit status (%s)" % r.stderr)
+events = []
+if r.returncode == 0:
+    t = dctest.find_trace(d)
+    dctest.check_pfw(t)
+    events, _, _ = dctest.read_trace(t)
+equal([(e["name"], os.path.relpath(e["path"], d), e["args"].get("tag"), e["args"].get("count"),
+        e["args"].get("offset")) for e in dctest.calls(events)
+       if e["path"] and e["path"].startswith(d + "/")],
+      [("openat", "raw.bin", "o", None, None), ("write", "raw.bin", "w", 100, None),
+       ("pwrite", "raw.bin", "p", 200, 1000), ("close", "raw.bin", None, None, None),
+       ("openat", "missing/none", "o", None, None)],
+      "filter names: open's filter saw the openat calls, pwrite64's the pwrite, posix's writes")
+TYPO = ('local dc = require "datacrumbs"\n'
+        'dc.probe { layer = "posix", functions = { "write" } }\n'
+        'dc.on_event(function(ev) end, { name = { "write", "wrte" } })\n')
+d, sc = own_script("filter-typo", "t.lua", TYPO)
+want = ("%s:3: on_event: filter.name 'wrte' is no function this script probes (layers POSIX), "
+        "so the callback would never run" % sc)
+for verb in ("run", "check"):
+    args = ["run", "-o", d, sc, "--", "true"] if verb == "run" else ["check", sc]
+    r = dctest.run_dc(args)
+    equal((r.returncode, r.stderr.strip().splitlines()[-1:]), (125, ["datacrumbs: " + want]),
+          "filter typo: %s's exit status and error line" % verb)
+equal([f for f in os.listdir(d) if f.endswith(".pfw.gz")], [], "filter typo: no trace written")
+
 # dc.on_event's reuse = true: one ev table for every event (each seen once, the last event's
 # args and path gone); a callback without it keeps a new table per event for all
 REUSE = ('local dc = require "datacrumbs"\n'
