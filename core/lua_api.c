@@ -1,6 +1,6 @@
 /* lua_api.c: the Lua 5.4 state a script runs in and the `datacrumbs` module (dc.probe,
- * dc.on_event, dc.options); the API reference is docs/lua-api.md. */
-#include "lua_api.h"
+ * dc.on_event, dc.options: docs/lua-api.md); an event's way to the callbacks: lua_event.c. */
+#include "lua_script.h"
 #include "cli.h"
 #include "profile.h"
 
@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 #include <lua.h>
 #include <lauxlib.h>
@@ -25,136 +24,13 @@
 #include "trust.h"
 #include "util.h"
 
-/* A script's ts (us since the epoch) must lie after 2020 (the format contract) and its
- * ts + dur before 2100 (4102444800 s): math.maxinteger would overflow ts + dur. */
-#define TS_MIN_US 1577836800000000LL
-#define TS_END_US 4102444800000000LL
 
-/* The event table's own keys, at these indices of the keys table. */
-enum ev_key { K_ID = 1, K_NAME, K_CAT, K_PID, K_TID, K_TS, K_DUR, K_LEVEL, K_P_IDX, K_PH,
-	      K_PATH, K_PATH2, K_ARGS, K_PH_C, K_PH_X, K_NFIXED };
-static const char *const ev_keys[K_NFIXED] = {
-	[K_ID] = "id", [K_NAME] = "name", [K_CAT] = "cat", [K_PID] = "pid", [K_TID] = "tid",
-	[K_TS] = "ts", [K_DUR] = "dur", [K_LEVEL] = "level", [K_P_IDX] = "p_idx",
-	[K_PH] = "ph", [K_PATH] = "path", [K_PATH2] = "path2", [K_ARGS] = "args",
-	[K_PH_C] = "C", [K_PH_X] = "X",
-};
 
-/* The touched bits (struct dc_script) of an ev with every own field in it. */
-#define EV_ALL (((1u << (K_ARGS + 1)) - 1) & ~1u)
 
-/* The Lua strings handed to the callbacks (ev_field), to tell an unchanged field from a
- * changed one when reading the event back. */
-struct pushed {
-	const char *name, *cat, *path, *path2;
-	const char *key[DC_REC_ARGS], *val[DC_REC_ARGS];
-};
 
-/* One dc.on_event callback and the events it wants. */
-struct callback {
-	int ref;                    /* the function, in the registry */
-	char cat[32];               /* only this layer ("" any) */
-	char **names;               /* only these events (NULL: any): the filter's names, then
-				       the ones they are traced as (filter_names) */
-	int nnames;
-	int asked;                  /* names[0, asked) are the filter's own */
-	int reuse;                  /* filter.reuse: it keeps no ev past its call */
-	char where[128];            /* "script.lua:12", the on_event call, for messages */
-};
 
-struct dc_script {
-	lua_State *L;
-	struct dc_probe_req *reqs;
-	int nreqs;
-	struct dc_layer **layers;   /* loaded probe descriptions, freed at the end */
-	int nlayers;
-	struct callback *cbs;       /* dc.on_event callbacks, in registration order */
-	int ncbs;
-	char **drops;               /* dc.drop_paths prefixes, applied in C before any callback */
-	size_t droplen[64];         /* their lengths */
-	int ndrops;
-	struct { const char *path; int drop; } dmemo[64]; /* dc_script_drops_path_run's
-				       answers by path address; cleared when prefixes are added */
-	int end_ref;                /* dc.on_end's function, LUA_NOREF: none */
-	unsigned long errors;
-	int started;                /* the script has run: dc.probe is closed */
-	int done, done_code;        /* dc.done was called, with this exit status */
-	dc_emit_fn emit;            /* where dc.emit's records go, NULL before tracing */
-	void *emit_ctx;
-	struct dc_record *emit_rec; /* scratch record for dc.emit */
-	int root_pid;               /* the traced root process: emitted events' default pid */
-	dc_stats_fn stats;          /* what dc.stats reads, NULL before tracing */
-	void *stats_ctx;
-	int proc_ref;               /* dc.on_process's function, LUA_NOREF: none */
-	dc_read_fn reader;          /* what dc.aggregates/dc.totals read, NULL before tracing */
-	void *reader_ctx;
-	int mode;                   /* dc.mode's DC_MODE_*, 0: not called */
-	uint64_t interval_ns;       /* dc.mode's interval, 0: not given */
-	const struct dc_run_info *info;
-	/* the event path's pre-made strings (push_key): a registry table of Lua strings,
-	 * the fixed keys first (enum ev_key), then each name, layer and arg key by the C
-	 * pointer the consumer hands in (probe descriptions and literals: they live as long
-	 * as the run); and which callbacks want each (name, layer) pair (wanted) */
-	int keys_ref;
-	int nkeys;
-	struct key_slot *kslots;    /* open addressing by pointer, kcap slots */
-	size_t kcap, kused;
-	struct want_slot *wslots;   /* open addressing by (name, cat) pointers, wcap slots */
-	size_t wcap, wused;
-	int nreuse;                 /* callbacks that asked for reuse = true */
-	int ev_ref, args_ref;       /* the reused ev and ev.args tables (LUA_NOREF: none yet) */
-	/* the event in the callbacks' hands (dc_script_event), which ev's metamethods fill
-	 * ev from, field by field as the script reads them (ev_index): its record, its table
-	 * (NULL between events: ev of an event whose callbacks returned), bit K_* for each own
-	 * field a callback read or set (only those are read back), the Lua strings handed
-	 * out, and the Lua strings of the fixed keys (an interned short string has one
-	 * address: a key is told by its address) */
-	struct dc_record *cur;
-	const void *cur_ev;
-	unsigned touched;
-	struct pushed pu;
-	const char *fixed[K_NFIXED];
-	int evmt_ref;               /* ev's metatable (ev_metatable), LUA_NOREF: not made yet */
-	int whole_ref;              /* weak-keyed set of the ev tables with every own field in
-				       (ev_fill): dc.emit takes those after their callbacks */
-};
 
-/* A C string of the event path and its Lua string: idx in the keys table, lua the
- * string's bytes inside Lua (an interned short string has one address per content, so an
- * unchanged field read back is found by comparing addresses). */
-struct key_slot {
-	const char *p;
-	const char *lua;
-	int idx;
-};
 
-/* Bit i: callback i wants events of this name and layer (wants). */
-struct want_slot {
-	const char *name, *cat;
-	uint64_t mask;
-};
-
-static int on_error(lua_State *L); /* the message handler of every protected call */
-static void ev_fill(struct dc_script *s, lua_State *L, int idx);
-
-/* Reading Lua values into records (defined with dc_script_event below). */
-static int read_arg(lua_State *L, struct dc_record *r, struct dc_rec_arg *a);
-static int raw_field(lua_State *L, int idx, const char *key);
-static void read_str_field(lua_State *L, struct dc_record *r, const char *key,
-			   const char **dst, int nil_ok);
-static int reserved_key(const char *k);
-static int int_only(const char *k, lua_State *L);
-
-const char *dc_rec_keep(struct dc_record *r, const char *s, size_t n)
-{
-	if (r->used + n + 1 > sizeof(r->arena))
-		return NULL;
-	char *d = r->arena + r->used;
-	memcpy(d, s, n);
-	d[n] = 0;
-	r->used += n + 1;
-	return d;
-}
 
 /* Where a file is looked for: its name, what it is (for the trust checks' messages), the
  * path found and the error. */
@@ -312,10 +188,6 @@ static struct dc_layer *load_layer(struct dc_script *s, const char *layer, char 
 	return l;
 }
 
-static struct dc_script *self(lua_State *L)
-{
-	return lua_touserdata(L, lua_upvalueindex(1));
-}
 
 /* Under sudo Lua's collector runs only while the fs ids are the invoking user's
  * (dc_trust_on_switch; stopped at dc_script_new, lua_gc LUA_GCSTOP, Lua 5.4 manual 4.6):
@@ -382,7 +254,7 @@ static void free_funcs(struct dc_probe_req *req)
  * are checked in the order the reference gives them, each with its own luaL_error. */
 static int l_probe(lua_State *L)
 {
-	struct dc_script *s = self(L);
+	struct dc_script *s = dc_script_of(L);
 	if (s->started)
 		return luaL_error(L, "probe: the probes are attached once the script has run; "
 				  "call dc.probe at the script's top level");
@@ -547,7 +419,7 @@ static int uprobe_args_by_entry(lua_State *L, struct dc_layer *l)
  * each with its own luaL_error. */
 static int l_uprobe(lua_State *L)
 {
-	struct dc_script *s = self(L);
+	struct dc_script *s = dc_script_of(L);
 	char err[256];
 	if (s->started)
 		return luaL_error(L, "uprobe: call it at the script's top level");
@@ -654,7 +526,7 @@ static int l_uprobe(lua_State *L)
  * string, more than 64 in all. Returns nothing. */
 static int l_drop_paths(lua_State *L)
 {
-	struct dc_script *s = self(L);
+	struct dc_script *s = dc_script_of(L);
 	luaL_checktype(L, 1, LUA_TTABLE);
 	lua_Integer n = luaL_len(L, 1);
 	if (s->ndrops + n > 64)
@@ -795,7 +667,7 @@ static int filter_names(struct dc_script *s, struct callback *cb, char *err, siz
  * they read it (ev_index): a field never read during them cannot be read after them. */
 static int l_on_event(lua_State *L)
 {
-	struct dc_script *s = self(L);
+	struct dc_script *s = dc_script_of(L);
 	luaL_checktype(L, 1, LUA_TFUNCTION);
 	struct callback cb = { .ref = LUA_NOREF };
 	if (!lua_isnoneornil(L, 2)) {
@@ -853,18 +725,6 @@ static int l_on_event(lua_State *L)
 	return 0;
 }
 
-/* Does callback cb want record r? */
-static int wants(const struct callback *cb, const struct dc_record *r)
-{
-	if (cb->cat[0] && strcasecmp(cb->cat, r->cat)) /* "posix" as dc.probe takes it */
-		return 0;
-	if (!cb->names)
-		return 1;
-	for (int i = 0; i < cb->nnames; i++)
-		if (!strcmp(cb->names[i], r->name))
-			return 1;
-	return 0;
-}
 
 static void push_strings(lua_State *L, char **v)
 {
@@ -889,7 +749,7 @@ static int l_no_exit(lua_State *L)
  * A later call replaces fn. A Lua error in fn is reported and counted. */
 static int l_on_end(lua_State *L)
 {
-	struct dc_script *s = self(L);
+	struct dc_script *s = dc_script_of(L);
 	luaL_checktype(L, 1, LUA_TFUNCTION);
 	luaL_unref(L, LUA_REGISTRYINDEX, s->end_ref);
 	lua_pushvalue(L, 1);
@@ -897,63 +757,18 @@ static int l_on_end(lua_State *L)
 	return 0;
 }
 
-/* Fills r from the event-shaped table at index 1 (name, cat, pid, tid, ts, dur, path,
- * args); missing pid/tid/ts default to the traced process, its main thread and now. */
-static void record_from_table(lua_State *L, struct dc_script *s, struct dc_record *r)
-{
-	memset(r, 0, sizeof(*r) - sizeof(r->arena));
-	r->p_idx = -1;
-	r->name = "event";
-	r->cat = "script";
-	read_str_field(L, r, "name", &r->name, 0);
-	read_str_field(L, r, "cat", &r->cat, 0);
-	read_str_field(L, r, "path", &r->path, 1);
-	raw_field(L, -1, "pid");
-	r->pid = lua_isinteger(L, -1) && lua_tointeger(L, -1) > 0 ? (int)lua_tointeger(L, -1)
-		: s->root_pid;
-	raw_field(L, -2, "tid");
-	r->tid = lua_isinteger(L, -1) && lua_tointeger(L, -1) > 0 ? (int)lua_tointeger(L, -1)
-		: r->pid;
-	raw_field(L, -3, "ts");
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	r->ts_us = lua_isinteger(L, -1) && lua_tointeger(L, -1) > TS_MIN_US &&
-		   lua_tointeger(L, -1) < TS_END_US
-		? (uint64_t)lua_tointeger(L, -1)
-		: (uint64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;
-	raw_field(L, -4, "dur");
-	r->dur_us = lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 0 &&
-		    lua_tointeger(L, -1) < TS_END_US - (lua_Integer)r->ts_us ? lua_tointeger(L, -1) : 0;
-	lua_pop(L, 4);
-	raw_field(L, -1, "args");
-	if (lua_istable(L, -1)) {
-		lua_pushnil(L);
-		while (lua_next(L, -2) && r->nargs < DC_REC_ARGS) {
-			struct dc_rec_arg a = { .key = NULL };
-			if (lua_type(L, -2) == LUA_TSTRING && !reserved_key(lua_tostring(L, -2)) &&
-			    !int_only(lua_tostring(L, -2), L) && read_arg(L, r, &a)) {
-				const char *k = lua_tostring(L, -2);
-				a.key = dc_rec_keep(r, k, strlen(k));
-				if (a.key)
-					r->args[r->nargs++] = a;
-			}
-			lua_pop(L, 1);
-		}
-	}
-	lua_pop(L, 1);
-}
 
 /* dc.emit / dc.counter: ev (the table at 1) as a record of the script's own. */
 static int emit(lua_State *L, int counter)
 {
-	struct dc_script *s = self(L);
+	struct dc_script *s = dc_script_of(L);
 	luaL_checktype(L, 1, LUA_TTABLE);
 	if (!s->emit)
 		return luaL_error(L, "%s: tracing has not begun (call it from dc.on_event, "
 				  "dc.on_end or a timer)", counter ? "counter" : "emit");
 	lua_settop(L, 1);
 	if (s->cur_ev && lua_topointer(L, 1) == s->cur_ev) {
-		ev_fill(s, L, 1); /* the event in the callbacks' hands, whole */
+		dc_ev_fill(s, L, 1); /* the event in the callbacks' hands, whole */
 	} else if (lua_getmetatable(L, 1)) {
 		int ours = s->evmt_ref != LUA_NOREF &&
 			   lua_rawgeti(L, LUA_REGISTRYINDEX, s->evmt_ref) && lua_rawequal(L, -1, -2);
@@ -970,7 +785,7 @@ static int emit(lua_State *L, int counter)
 					  "dc.emit(ev) in them reads it all; or emit a table of the "
 					  "fields kept)", counter ? "counter" : "emit");
 	}
-	record_from_table(L, s, s->emit_rec);
+	dc_ev_from_table(L, s, s->emit_rec);
 	s->emit(s->emit_ctx, s->emit_rec, counter);
 	return 0;
 }
@@ -1007,7 +822,7 @@ void dc_script_set_emitter(struct dc_script *s, dc_emit_fn fn, void *ctx, int ro
  * begun all are 0. */
 static int l_stats(lua_State *L)
 {
-	struct dc_script *s = self(L);
+	struct dc_script *s = dc_script_of(L);
 	uint64_t v[DC_SS_NR] = { 0 };
 	if (s->stats)
 		s->stats(s->stats_ctx, v);
@@ -1043,7 +858,7 @@ int dc_script_mode(const struct dc_script *s, uint64_t *interval_ns)
  * unknown mode, a bad interval, a call after the script has run. */
 static int l_mode(lua_State *L)
 {
-	struct dc_script *s = self(L);
+	struct dc_script *s = dc_script_of(L);
 	if (s->started)
 		return luaL_error(L, "mode: call it at the script's top level");
 	const char *m = luaL_checkstring(L, 1);
@@ -1110,7 +925,7 @@ static void push_row(const struct dc_prow *row, void *arg)
  * An empty list in trace mode and before tracing has begun. */
 static int l_aggregates(lua_State *L)
 {
-	struct dc_script *s = self(L);
+	struct dc_script *s = dc_script_of(L);
 	lua_newtable(L);
 	if (s->reader)
 		s->reader(s->reader_ctx, 0, push_row, L);
@@ -1122,7 +937,7 @@ static int l_aggregates(lua_State *L)
  * callbacks), in profile mode over the intervals written. */
 static int l_totals(lua_State *L)
 {
-	struct dc_script *s = self(L);
+	struct dc_script *s = dc_script_of(L);
 	lua_newtable(L);
 	if (s->reader)
 		s->reader(s->reader_ctx, 1, push_row, L);
@@ -1137,7 +952,7 @@ static int l_totals(lua_State *L)
  * A later call replaces fn; errors are reported and counted. */
 static int l_on_process(lua_State *L)
 {
-	struct dc_script *s = self(L);
+	struct dc_script *s = dc_script_of(L);
 	luaL_checktype(L, 1, LUA_TFUNCTION);
 	luaL_unref(L, LUA_REGISTRYINDEX, s->proc_ref);
 	lua_pushvalue(L, 1);
@@ -1157,7 +972,7 @@ void dc_script_process(struct dc_script *s, const char *event, int pid, int ppid
 	lua_State *L = s->L;
 	if (s->proc_ref == LUA_NOREF)
 		return;
-	lua_pushcfunction(L, on_error);
+	lua_pushcfunction(L, dc_lua_on_error);
 	lua_rawgeti(L, LUA_REGISTRYINDEX, s->proc_ref);
 	lua_createtable(L, 0, 5);
 	lua_pushstring(L, event);
@@ -1195,7 +1010,7 @@ void dc_script_process(struct dc_script *s, const char *event, int pid, int ppid
  * script's top level: raises an error in a callback. */
 static int l_done(lua_State *L)
 {
-	struct dc_script *s = self(L);
+	struct dc_script *s = dc_script_of(L);
 	lua_Integer code = luaL_optinteger(L, 1, 0);
 	if (s->started)
 		return luaL_error(L, "done: only while the script loads (the run has started)");
@@ -1256,7 +1071,7 @@ static int luv_callback(lua_State *L, int nargs, int nresults, int flags)
 {
 	(void)flags;
 	int base = lua_gettop(L) - nargs; /* the function's slot */
-	lua_pushcfunction(L, on_error);
+	lua_pushcfunction(L, dc_lua_on_error);
 	lua_insert(L, base);
 	dc_trust_enter_script();
 	int r = lua_pcall(L, nargs, nresults, base);
@@ -1587,7 +1402,7 @@ struct dc_script *dc_script_new(uv_loop_t *loop, const struct dc_run_info *info)
 /* Message handler: the error's own "file:line: message" on one line (newlines and tabs
  * of multi-line messages, e.g. require's search list, become "; " and " "); an error
  * object that is not a string gets the position of the code that raised it. */
-static int on_error(lua_State *L)
+int dc_lua_on_error(lua_State *L)
 {
 	if (lua_type(L, 1) != LUA_TSTRING && lua_type(L, 1) != LUA_TNUMBER) {
 		luaL_where(L, 1);
@@ -1625,7 +1440,7 @@ int dc_script_run(struct dc_script *s, const char *path, char *err, size_t errle
 	char real[PATH_MAX];
 	if (dc_trust_file(path, "script", real, sizeof(real), err, errlen))
 		return -1;
-	lua_pushcfunction(L, on_error);
+	lua_pushcfunction(L, dc_lua_on_error);
 	dc_trust_enter_script();
 	int st = dc_trust_load(L, real, path);
 	if (st == LUA_OK)
@@ -1704,603 +1519,12 @@ int dc_script_wants_events(const struct dc_script *s)
 	return s->ncbs > 0;
 }
 
-/* Reads one Lua value (at -1) into arg a; 0 when it is not a number/string/boolean. */
-static int read_arg(lua_State *L, struct dc_record *r, struct dc_rec_arg *a)
-{
-	switch (lua_type(L, -1)) {
-	case LUA_TNUMBER:
-		a->is_str = 0;
-		if (lua_isinteger(L, -1)) {
-			a->i = lua_tointeger(L, -1);
-		} else {
-			lua_Number d = lua_tonumber(L, -1);
-			if (!(d > -9.2e18 && d < 9.2e18)) /* NaN, inf, out of range: dropped */
-				return 0;
-			a->i = (int64_t)d;
-		}
-		return 1;
-	case LUA_TBOOLEAN:
-		a->is_str = 0;
-		a->i = lua_toboolean(L, -1);
-		return 1;
-	case LUA_TSTRING: {
-		size_t n;
-		const char *v = lua_tolstring(L, -1, &n);
-		a->s = dc_rec_keep(r, v, n);
-		a->is_str = 1;
-		return a->s != NULL;
-	}
-	default:
-		return 0;
-	}
-}
-
-/* Pushes t[key] of the table at idx without metamethods: a script's metatable on the
- * event must not run (or raise) outside the protected callback. */
-static int raw_field(lua_State *L, int idx, const char *key)
-{
-	idx = lua_absindex(L, idx);
-	lua_pushstring(L, key);
-	return lua_rawget(L, idx);
-}
-
-/* Reads a string field of the event table back into *dst (copied into the arena); an
- * empty string, or a value that is not a string, keeps the old one (a name and a cat
- * must not be empty). */
-static void read_str_field(lua_State *L, struct dc_record *r, const char *key,
-			   const char **dst, int nil_ok)
-{
-	raw_field(L, -1, key);
-	size_t n = 0;
-	const char *v = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &n) : NULL;
-	if (v && n == 0 && !nil_ok)
-		v = NULL;
-	if (v) {
-		if (*dst == NULL || strcmp(v, *dst)) {
-			const char *k = dc_rec_keep(r, v, n);
-			if (k)
-				*dst = k;
-		}
-	} else if (nil_ok && lua_isnil(L, -1)) {
-		*dst = NULL;
-	}
-	lua_pop(L, 1);
-}
-
-/* An arg the format contract says is an integer (docs/trace-format.md; the validator's
- * INT_ARGS, scripts/pfw_validate.py): a script's string there would make the trace
- * invalid, so it is not taken (an own arg keeps its value, an added one is dropped). */
-static int int_only(const char *k, lua_State *L)
-{
-	static const char *const keys[] = { "fd", "count", "offset", "ret", "errno", "whence",
-					    "flags", "unfinished", "unwound", "async", "ino",
-					    "dev", NULL };
-	if (lua_type(L, -1) != LUA_TSTRING)
-		return 0;
-	for (int i = 0; keys[i]; i++)
-		if (!strcmp(k, keys[i]))
-			return 1;
-	return 0;
-}
-
-/* The keys the writer owns: a script cannot set them through ev.args. */
-static int reserved_key(const char *k)
-{
-	static const char *const keys[] = { "hhash", "fhash", "level", "p_idx", NULL };
-	for (int i = 0; keys[i]; i++)
-		if (!strcmp(k, keys[i]))
-			return 1;
-	return 0;
-}
-
-static uint64_t ptr_hash(const void *a, const void *b)
-{
-	uint64_t k = (uint64_t)(uintptr_t)a * 0x9e3779b97f4a7c15ULL ^
-		     (uint64_t)(uintptr_t)b * 0xc2b2ae3d27d4eb4fULL;
-	return k ^ (k >> 29);
-}
-
-/* Doubles the slots of an open-addressing table of `size`-byte slots whose first member
- * is a pointer (NULL: empty), rehashing by rehash(). */
-static void *grow_slots(void *old, size_t *cap, size_t size,
-			uint64_t (*rehash)(const void *slot))
-{
-	size_t ncap = *cap ? *cap * 2 : 256;
-	char *n = calloc(ncap, size);
-	if (!n)
-		dc_oom();
-	for (size_t i = 0; i < *cap; i++) {
-		const char *slot = (const char *)old + i * size;
-		if (!*(void *const *)slot)
-			continue;
-		size_t j = rehash(slot) & (ncap - 1);
-		while (*(void **)(n + j * size))
-			j = (j + 1) & (ncap - 1);
-		memcpy(n + j * size, slot, size);
-	}
-	free(old);
-	*cap = ncap;
-	return n;
-}
-
-static uint64_t key_rehash(const void *slot)
-{
-	return ptr_hash(((const struct key_slot *)slot)->p, NULL);
-}
-
-static uint64_t want_rehash(const void *slot)
-{
-	const struct want_slot *w = slot;
-	return ptr_hash(w->name, w->cat);
-}
-
-/* Pushes the Lua string of C string p, which lives as long as the run (a name, layer or
- * arg key of the probe descriptions, or a literal), made once and then taken from the keys
- * table (at stack index keys) by its pointer: no hashing or comparing of its bytes per
- * event. Returns the Lua string's bytes (see struct key_slot). */
-static const char *push_key(struct dc_script *s, lua_State *L, int keys, const char *p)
-{
-	if (2 * (s->kused + 1) > s->kcap)
-		s->kslots = grow_slots(s->kslots, &s->kcap, sizeof(*s->kslots), key_rehash);
-	size_t j = ptr_hash(p, NULL) & (s->kcap - 1);
-	while (s->kslots[j].p && s->kslots[j].p != p)
-		j = (j + 1) & (s->kcap - 1);
-	struct key_slot *k = &s->kslots[j];
-	if (k->p) {
-		lua_rawgeti(L, keys, k->idx);
-		return k->lua;
-	}
-	lua_pushstring(L, p);
-	lua_pushvalue(L, -1);
-	lua_rawseti(L, keys, ++s->nkeys);
-	*k = (struct key_slot){ p, lua_tostring(L, -1), s->nkeys };
-	s->kused++;
-	return k->lua;
-}
-
-/* Pushes the keys table (the registry's s->keys_ref, made with the fixed keys at the
- * first event). Returns its stack index. */
-static int push_keys(struct dc_script *s, lua_State *L)
-{
-	if (s->keys_ref == LUA_NOREF || !s->keys_ref) {
-		lua_createtable(L, 64, 0);
-		for (int i = 1; i < K_NFIXED; i++) {
-			s->fixed[i] = lua_pushstring(L, ev_keys[i]);
-			lua_rawseti(L, -2, i);
-		}
-		s->nkeys = K_NFIXED - 1;
-		lua_pushvalue(L, -1);
-		s->keys_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-	} else {
-		lua_rawgeti(L, LUA_REGISTRYINDEX, s->keys_ref);
-	}
-	return lua_gettop(L);
-}
-
-/* Pushes the value of own field f (enum ev_key, K_ID..K_ARGS) of the event in the
- * callbacks' hands (s->cur), noting the Lua strings handed out in s->pu; keys: the keys
- * table's stack index. ev.args is a whole table (made here, or the reused one emptied). */
-static void ev_field(struct dc_script *s, lua_State *L, int keys, int f)
-{
-	const struct dc_record *r = s->cur;
-	switch (f) {
-	case K_ID: lua_pushinteger(L, (lua_Integer)r->id); return;
-	case K_NAME: s->pu.name = push_key(s, L, keys, r->name); return;
-	case K_CAT: s->pu.cat = push_key(s, L, keys, r->cat); return;
-	case K_PID: lua_pushinteger(L, r->pid); return;
-	case K_TID: lua_pushinteger(L, r->tid); return;
-	case K_TS: lua_pushinteger(L, (lua_Integer)r->ts_us); return;
-	case K_DUR: lua_pushinteger(L, (lua_Integer)r->dur_us); return;
-	case K_LEVEL: lua_pushinteger(L, r->level); return;
-	case K_P_IDX: lua_pushinteger(L, r->p_idx); return;
-	case K_PH: lua_rawgeti(L, keys, r->counter ? K_PH_C : K_PH_X); return;
-	case K_PATH:
-	case K_PATH2: {
-		const char *v = f == K_PATH ? r->path : r->path2;
-		if (!v) {
-			lua_pushnil(L);
-			return;
-		}
-		lua_pushstring(L, v);
-		*(f == K_PATH ? &s->pu.path : &s->pu.path2) = lua_tostring(L, -1);
-		return;
-	}
-	}
-	/* K_ARGS */
-	if (s->nreuse == s->ncbs && s->args_ref != LUA_NOREF) {
-		lua_rawgeti(L, LUA_REGISTRYINDEX, s->args_ref);
-		/* the last event's args out (setting a field being traversed to nil is
-		 * allowed: lua_next, Lua 5.4 manual 4.6) */
-		lua_pushnil(L);
-		while (lua_next(L, -2)) {
-			lua_pop(L, 1);
-			lua_pushvalue(L, -1);
-			lua_pushnil(L);
-			lua_rawset(L, -4);
-		}
-	} else {
-		lua_createtable(L, 0, r->nargs);
-		if (s->nreuse == s->ncbs) {
-			lua_pushvalue(L, -1);
-			s->args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-		}
-	}
-	for (int i = 0; i < r->nargs; i++) {
-		const struct dc_rec_arg *a = &r->args[i];
-		s->pu.key[i] = push_key(s, L, keys, a->key);
-		s->pu.val[i] = NULL;
-		if (a->is_str) {
-			lua_pushstring(L, a->s);
-			s->pu.val[i] = lua_tostring(L, -1);
-		} else {
-			lua_pushinteger(L, a->i);
-		}
-		lua_rawset(L, -3);
-	}
-}
-
-/* The own field (K_ID..K_ARGS) named by the value at stack index idx, 0: none (not a
- * string, or another key: the script's own). */
-static int ev_field_of(const struct dc_script *s, lua_State *L, int idx)
-{
-	if (lua_type(L, idx) != LUA_TSTRING)
-		return 0;
-	const char *k = lua_tostring(L, idx);
-	for (int f = K_ID; f <= K_ARGS; f++)
-		if (k == s->fixed[f])
-			return f;
-	return 0;
-}
-
-/* Sets every own field of ev (at idx, the event in the callbacks' hands) that no callback
- * read or set yet: pairs(ev) and dc.emit(ev) see the whole event. */
-static void ev_fill(struct dc_script *s, lua_State *L, int idx)
-{
-	idx = lua_absindex(L, idx);
-	lua_rawgeti(L, LUA_REGISTRYINDEX, s->keys_ref);
-	int keys = lua_gettop(L);
-	for (int f = K_ID; f <= K_ARGS; f++) {
-		if (s->touched & 1u << f)
-			continue;
-		lua_rawgeti(L, keys, f);
-		ev_field(s, L, keys, f);
-		lua_rawset(L, idx);
-		s->touched |= 1u << f;
-	}
-	/* noted as whole: after its callbacks, dc.emit(ev) writes it as it is */
-	if (s->whole_ref == LUA_NOREF) {
-		lua_createtable(L, 0, 1);
-		lua_createtable(L, 0, 1);
-		lua_pushliteral(L, "k");
-		lua_setfield(L, -2, "__mode");
-		lua_setmetatable(L, -2);
-		s->whole_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-	}
-	lua_rawgeti(L, LUA_REGISTRYINDEX, s->whole_ref);
-	lua_pushvalue(L, idx);
-	lua_pushboolean(L, 1);
-	lua_rawset(L, -3);
-	lua_settop(L, keys - 1);
-}
-
-/* ev's __index(ev, k): an own field not read yet is made from the record, kept in ev
- * (so a string read back unchanged is the one handed out, and ev.args is one table) and
- * returned; one the script set to nil stays nil; other keys are nil. ev of an event whose
- * callbacks have returned has no record behind it: an error naming the field. */
-static int ev_index(lua_State *L)
-{
-	struct dc_script *s = self(L);
-	int f = ev_field_of(s, L, 2);
-	if (!f)
-		return 0;
-	if (lua_topointer(L, 1) != s->cur_ev)
-		return luaL_error(L, "ev.%s read after that event's callbacks returned (ev is "
-				  "filled as they read it: copy the fields to keep)", ev_keys[f]);
-	if (s->touched & 1u << f)
-		return 0;
-	lua_rawgeti(L, LUA_REGISTRYINDEX, s->keys_ref);
-	ev_field(s, L, lua_gettop(L), f);
-	lua_pushvalue(L, 2);
-	lua_pushvalue(L, -2);
-	lua_rawset(L, 1);
-	s->touched |= 1u << f;
-	return 1;
-}
-
-/* ev's __newindex(ev, k, v): an own field set (nil included: removed) is marked to be
- * read back; the value goes in ev as any table's would. */
-static int ev_newindex(lua_State *L)
-{
-	struct dc_script *s = self(L);
-	int f = ev_field_of(s, L, 2);
-	if (f && lua_topointer(L, 1) == s->cur_ev)
-		s->touched |= 1u << f;
-	lua_settop(L, 3);
-	lua_rawset(L, 1);
-	return 0;
-}
-
-/* next(t, k) for ev's __pairs, as the base library's (which a script may not have). */
-static int ev_next(lua_State *L)
-{
-	luaL_checktype(L, 1, LUA_TTABLE);
-	lua_settop(L, 2);
-	if (lua_next(L, 1))
-		return 2;
-	lua_pushnil(L);
-	return 1;
-}
-
-/* ev's __pairs(ev) (Lua 5.4 manual, pairs): the whole event first (ev_fill), then next. */
-static int ev_pairs(lua_State *L)
-{
-	struct dc_script *s = self(L);
-	luaL_checktype(L, 1, LUA_TTABLE);
-	if (lua_topointer(L, 1) == s->cur_ev)
-		ev_fill(s, L, 1);
-	lua_pushcfunction(L, ev_next);
-	lua_pushvalue(L, 1);
-	lua_pushnil(L);
-	return 3;
-}
-
-/* Pushes ev's metatable, made at the first event: __index, __newindex and __pairs above;
- * __metatable keeps a script from taking or replacing it. */
-static void ev_metatable(struct dc_script *s, lua_State *L)
-{
-	if (s->evmt_ref != LUA_NOREF) {
-		lua_rawgeti(L, LUA_REGISTRYINDEX, s->evmt_ref);
-		return;
-	}
-	static const luaL_Reg mm[] = {
-		{ "__index", ev_index }, { "__newindex", ev_newindex }, { "__pairs", ev_pairs },
-		{ NULL, NULL },
-	};
-	lua_createtable(L, 0, 4);
-	lua_pushlightuserdata(L, s);
-	luaL_setfuncs(L, mm, 1);
-	lua_pushliteral(L, "datacrumbs event");
-	lua_setfield(L, -2, "__metatable");
-	lua_pushvalue(L, -1);
-	s->evmt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-}
-
-/* Pushes the `ev` of dc.on_event for record r, empty: its fields are made as the
- * callbacks read them (ev_index), so an event costs what its callbacks look at (an
- * eager table of every field and arg cost ~11,000 instructions per event, bench/README.md
- * cgcost cbnil). When every callback said reuse = true, one table serves the run: the
- * last event's own fields are taken out of it first, the script's own stay. */
-static void push_event(struct dc_script *s, lua_State *L, int keys, struct dc_record *r)
-{
-	int reuse = s->nreuse == s->ncbs;
-	if (reuse && s->ev_ref != LUA_NOREF) {
-		lua_rawgeti(L, LUA_REGISTRYINDEX, s->ev_ref);
-		for (int f = K_ID; f <= K_ARGS; f++) {
-			if (!(s->touched & 1u << f))
-				continue;
-			lua_rawgeti(L, keys, f);
-			lua_pushnil(L);
-			lua_rawset(L, -3);
-		}
-		if (s->touched == EV_ALL && s->whole_ref != LUA_NOREF) { /* not whole now */
-			lua_rawgeti(L, LUA_REGISTRYINDEX, s->whole_ref);
-			lua_pushvalue(L, -2);
-			lua_pushnil(L);
-			lua_rawset(L, -3);
-			lua_pop(L, 1);
-		}
-	} else {
-		lua_createtable(L, 0, 4);
-		ev_metatable(s, L);
-		lua_setmetatable(L, -2);
-		if (reuse) {
-			lua_pushvalue(L, -1);
-			s->ev_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-		}
-	}
-	s->cur = r;
-	s->cur_ev = lua_topointer(L, -1);
-	s->touched = 0;
-	s->pu.name = s->pu.cat = s->pu.path = s->pu.path2 = NULL;
-}
-
-/* Reads string field `key` (fixed key index) of the event table at t back into *dst
- * (copied into the arena) unless it is still `was`, the Lua string pushed; an empty
- * string, or a value that is not a string, keeps the old one (a name and a cat must not
- * be empty). */
-static void read_back_str(lua_State *L, int keys, int t, int key, struct dc_record *r,
-			  const char **dst, const char *was, int nil_ok)
-{
-	lua_rawgeti(L, keys, key);
-	lua_rawget(L, t);
-	size_t n = 0;
-	const char *v = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &n) : NULL;
-	if (v && v == was && *dst && !strcmp(v, *dst)) {
-		/* unchanged (the address alone is not enough: the string handed out may have
-		 * been collected and its memory taken by the one set in its place) */
-	} else if (v && (n || nil_ok)) {
-		if (*dst == NULL || strcmp(v, *dst)) {
-			const char *k = dc_rec_keep(r, v, n);
-			if (k)
-				*dst = k;
-		}
-	} else if (nil_ok && lua_isnil(L, -1)) {
-		*dst = NULL;
-	}
-	lua_pop(L, 1);
-}
-
-/* Which callbacks want events of r's name and layer: a bit per callback, found by
- * comparing strings once per (name, layer) pair (their pointers are the probe
- * descriptions'), later by their pointers. More than 64 callbacks: compared each time. */
-static uint64_t wanted(struct dc_script *s, const struct dc_record *r)
-{
-	uint64_t mask = 0;
-	if (s->ncbs > 64) {
-		for (int i = 0; i < s->ncbs; i++)
-			mask |= (uint64_t)wants(&s->cbs[i], r) << (i & 63);
-		return mask;
-	}
-	if (2 * (s->wused + 1) > s->wcap)
-		s->wslots = grow_slots(s->wslots, &s->wcap, sizeof(*s->wslots), want_rehash);
-	size_t j = ptr_hash(r->name, r->cat) & (s->wcap - 1);
-	while (s->wslots[j].name && (s->wslots[j].name != r->name || s->wslots[j].cat != r->cat))
-		j = (j + 1) & (s->wcap - 1);
-	struct want_slot *w = &s->wslots[j];
-	if (w->name)
-		return w->mask;
-	for (int i = 0; i < s->ncbs; i++)
-		mask |= (uint64_t)wants(&s->cbs[i], r) << i;
-	*w = (struct want_slot){ r->name, r->cat, mask };
-	s->wused++;
-	return mask;
-}
-
-static int script_event(struct dc_script *s, struct dc_record *r);
-
-int dc_script_event(struct dc_script *s, struct dc_record *r)
-{
-	if (!s->cur)
-		return script_event(s, r);
-	/* an event inside another's callbacks (a callback that runs the loop, uv.run, whose
-	 * profile-interval timer hands counters to the script): the outer ev's state back
-	 * after it. The outer ev's table is still on the Lua stack below this one's. */
-	struct dc_record *cur = s->cur;
-	const void *cur_ev = s->cur_ev;
-	unsigned touched = s->touched;
-	struct pushed pu = s->pu;
-	int ret = script_event(s, r); /* leaves the stack as it found it */
-	s->cur = cur, s->cur_ev = cur_ev, s->touched = touched, s->pu = pu;
-	return ret;
-}
-
-static int script_event(struct dc_script *s, struct dc_record *r)
-{
-	lua_State *L = s->L;
-	uint64_t want = wanted(s, r);
-	if (!want)
-		return 1;
-	/* above base: handler (base + 1), keys (base + 2), event (base + 3); base is 0 but in
-	 * an event inside another's callbacks (dc_script_event) */
-	int base = lua_gettop(L);
-	lua_pushcfunction(L, on_error);
-	int keys = push_keys(s, L);
-	push_event(s, L, keys, r);
-	const struct pushed *pu = &s->pu;
-	for (int i = 0; i < s->ncbs; i++) {
-		if (!(want >> (i & 63) & 1) || (s->ncbs > 64 && !wants(&s->cbs[i], r)))
-			continue;
-		lua_rawgeti(L, LUA_REGISTRYINDEX, s->cbs[i].ref);
-		lua_pushvalue(L, base + 3);
-		dc_trust_enter_script();
-		int st = lua_pcall(L, 1, 1, base + 1);
-		dc_trust_leave_script();
-		if (st != LUA_OK) {
-			if (s->errors++ == 0)
-				fprintf(stderr, "datacrumbs: error in the event callback (events are "
-					"kept unchanged; later errors are only counted): %s\n",
-					lua_tostring(L, -1));
-			lua_settop(L, base);
-			s->cur = NULL, s->cur_ev = NULL;
-			return 1;
-		}
-		if (lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1)) {
-			lua_settop(L, base);
-			s->cur = NULL, s->cur_ev = NULL;
-			return 0;
-		}
-		lua_pop(L, 1);
-	}
-	/* read back only the own fields a callback read or set (ev_index, ev_newindex): the
-	 * others are the record's still */
-	int t = base + 3;
-	unsigned touched = s->touched;
-	s->cur = NULL, s->cur_ev = NULL;
-	if (touched & 1u << K_NAME)
-		read_back_str(L, keys, t, K_NAME, r, &r->name, pu->name, 0);
-	if (touched & 1u << K_CAT)
-		read_back_str(L, keys, t, K_CAT, r, &r->cat, pu->cat, 0);
-	if (touched & 1u << K_PATH)
-		read_back_str(L, keys, t, K_PATH, r, &r->path, pu->path, 1);
-	if (touched & 1u << K_PATH2)
-		read_back_str(L, keys, t, K_PATH2, r, &r->path2, pu->path2, 1);
-	/* times: microseconds, ts after 2020 (the format contract), dur not negative, ts + dur
-	 * before 2100 (TS_END_US) */
-	if (touched & 1u << K_TS) {
-		lua_rawgeti(L, keys, K_TS);
-		lua_rawget(L, t);
-		if (lua_isinteger(L, -1) && lua_tointeger(L, -1) > TS_MIN_US &&
-		    lua_tointeger(L, -1) < TS_END_US - (lua_Integer)r->dur_us)
-			r->ts_us = lua_tointeger(L, -1);
-		lua_pop(L, 1);
-	}
-	if (touched & 1u << K_DUR) {
-		lua_rawgeti(L, keys, K_DUR);
-		lua_rawget(L, t);
-		if (lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 0 &&
-		    lua_tointeger(L, -1) < TS_END_US - (lua_Integer)r->ts_us)
-			r->dur_us = lua_tointeger(L, -1);
-		lua_pop(L, 1);
-	}
-	if (!(touched & 1u << K_ARGS)) {
-		lua_settop(L, base);
-		return 1;
-	}
-
-	lua_rawgeti(L, keys, K_ARGS);
-	lua_rawget(L, t);
-	if (lua_istable(L, -1)) {
-		/* the call's own args keep their order; a nil drops one */
-		int n = 0;
-		const char *own[DC_REC_ARGS];
-		for (int i = 0; i < r->nargs; i++) {
-			struct dc_rec_arg a = r->args[i];
-			push_key(s, L, keys, a.key);
-			lua_rawget(L, -2);
-			if (a.is_str && lua_type(L, -1) == LUA_TSTRING &&
-			    lua_tostring(L, -1) == pu->val[i] && !strcmp(pu->val[i], a.s)) {
-				r->args[n] = a; /* unchanged */
-				own[n++] = pu->key[i];
-			} else if (int_only(a.key, L) || read_arg(L, r, &a)) {
-				r->args[n] = a;
-				own[n++] = pu->key[i];
-			}
-			lua_pop(L, 1);
-		}
-		int nown = r->nargs;
-		r->nargs = n;
-		/* then the args the script added: keys that are not the call's own (an own
-		 * key it set to nil is neither) */
-		lua_pushnil(L);
-		while (lua_next(L, -2) && r->nargs < DC_REC_ARGS) {
-			if (lua_type(L, -2) == LUA_TSTRING) {
-				const char *k = lua_tostring(L, -2);
-				int known = 0; /* the call's own args were read above */
-				for (int i = 0; i < nown && !known; i++)
-					known = k == pu->key[i];
-				for (int i = 0; i < n && !known; i++)
-					known = k == own[i] || !strcmp(r->args[i].key, k);
-				struct dc_rec_arg a = { .key = NULL };
-				if (!known && !reserved_key(k) && !int_only(k, L) &&
-				    read_arg(L, r, &a)) {
-					a.key = dc_rec_keep(r, k, strlen(k));
-					if (a.key)
-						r->args[r->nargs++] = a;
-				}
-			}
-			lua_pop(L, 1);
-		}
-	}
-	lua_settop(L, base);
-	return 1;
-}
-
 void dc_script_end(struct dc_script *s)
 {
 	lua_State *L = s->L;
 	if (s->end_ref == LUA_NOREF)
 		return;
-	lua_pushcfunction(L, on_error);
+	lua_pushcfunction(L, dc_lua_on_error);
 	lua_rawgeti(L, LUA_REGISTRYINDEX, s->end_ref);
 	dc_trust_enter_script();
 	int st = lua_pcall(L, 0, 0, -2);
