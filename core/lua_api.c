@@ -792,7 +792,8 @@ static int emit(lua_State *L, int counter)
 
 /* dc.emit(ev): writes a complete event of the script's own (a phase marker, a summary),
  *   ev: { name, cat = "script", pid = the traced process, tid = pid, ts = now (us since
- *         the epoch), dur = 0 (us), path = nil, args = { key = integer|string|boolean } }
+ *         the epoch), dur = 0 (us), path = nil, path2 = nil (a second file: fhash2),
+ *         args = { key = integer|string|boolean } }
  * It gets a new id of the tracer's own range and no nesting. Only once tracing has begun
  * (in callbacks: dc.on_event, dc.on_end, luv timers); an error while the script loads. */
 static int l_emit(lua_State *L)

@@ -144,7 +144,7 @@ static int int_only(const char *k, lua_State *L)
 /* The keys the writer owns: a script cannot set them through ev.args. */
 static int reserved_key(const char *k)
 {
-	static const char *const keys[] = { "hhash", "fhash", "level", "p_idx", NULL };
+	static const char *const keys[] = { "hhash", "fhash", "fhash2", "level", "p_idx", NULL };
 	for (int i = 0; keys[i]; i++)
 		if (!strcmp(k, keys[i]))
 			return 1;
@@ -654,7 +654,7 @@ static int script_event(struct dc_script *s, struct dc_record *r)
 }
 
 /* Fills r from the event-shaped table at index 1 (name, cat, pid, tid, ts, dur, path,
- * args); missing pid/tid/ts default to the traced process, its main thread and now. */
+ * path2, args); missing pid/tid/ts default to the traced process, its main thread and now. */
 void dc_ev_from_table(lua_State *L, struct dc_script *s, struct dc_record *r)
 {
 	memset(r, 0, sizeof(*r) - sizeof(r->arena));
@@ -664,6 +664,7 @@ void dc_ev_from_table(lua_State *L, struct dc_script *s, struct dc_record *r)
 	read_str_field(L, r, "name", &r->name, 0);
 	read_str_field(L, r, "cat", &r->cat, 0);
 	read_str_field(L, r, "path", &r->path, 1);
+	read_str_field(L, r, "path2", &r->path2, 1);
 	raw_field(L, -1, "pid");
 	r->pid = lua_isinteger(L, -1) && lua_tointeger(L, -1) > 0 ? (int)lua_tointeger(L, -1)
 		: s->root_pid;

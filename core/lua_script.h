@@ -110,7 +110,7 @@ int dc_lua_on_error(lua_State *L);
 void dc_ev_fill(struct dc_script *s, lua_State *L, int idx);
 
 /* Fills r from the event-shaped table at index 1 (name, cat, pid, tid, ts in us since the
- * epoch, dur in us, path, args), for dc.emit and dc.counter (lua_event.c); missing pid,
+ * epoch, dur in us, path, path2, args), for dc.emit and dc.counter (lua_event.c); missing pid,
  * tid and ts default to the traced process, its main thread and now; a ts outside
  * 2020-2100, a string in an integer arg of the format contract, and the reserved keys
  * are not taken. */

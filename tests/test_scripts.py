@@ -142,17 +142,19 @@ with open(sc, "w") as f:
     f.write('local dc = require "datacrumbs"\ndc.probe { layer = "posix", functions = { "write" } }\n'
             'local n = 0\ndc.on_event(function(ev) n = n + 1 end)\n'
             'dc.on_end(function()\n'
-            '  dc.emit { name = "marker", cat = "phase", dur = 5, args = { writes = n, tag = "end" } }\n'
+            '  dc.emit { name = "marker", cat = "phase", dur = 5, path = "/dev/zero",\n'
+            '            path2 = "/dev/null", args = { writes = n, tag = "end", fhash2 = "x" } }\n'
             '  dc.counter { name = "writes", cat = "POSIX", args = { count = n } }\nend)\n')
 r = dctest.run_dc(["run", "-o", d, sc, "--", "dd", "if=/dev/zero", "of=" + os.path.join(d, "o"),
                    "bs=1k", "count=4", "status=none"])
 equal(r.returncode, 0, "emit: exit status (%s)" % r.stderr)
 t = dctest.find_trace(d)
 dctest.check_pfw(t)
-events, _, _ = dctest.read_trace(t)
+events, files, _ = dctest.read_trace(t)
 m = [e for e in events if e.get("name") == "marker"]
-equal([(e["cat"], e["dur"], e["args"]["tag"], e["pid"] > 0) for e in m], [("phase", 5, "end", True)],
-      "emit: the marker event")
+equal([(e["cat"], e["dur"], e["args"]["tag"], e["pid"] > 0, e["path"], files.get(e["args"].get("fhash2")))
+       for e in m], [("phase", 5, "end", True, "/dev/zero", "/dev/null")],
+      "emit: the marker event, its two files")
 writes = len([e for e in dctest.calls(events) if e["name"] == "write"])
 equal(m[0]["args"]["writes"] if m else None, writes, "emit: the marker's count equals the writes")
 c = [e for e in events if e.get("ph") == "C" and e.get("name") == "writes"]
