@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <lua.h>
 #include <lauxlib.h>
@@ -527,6 +528,12 @@ static int l_uprobe(lua_State *L)
 static int l_drop_paths(lua_State *L)
 {
 	struct dc_script *s = dc_script_of(L);
+	if (lua_type(L, 1) == LUA_TSTRING) { /* dc.drop_paths "/proc/", as dc.probe "posix" */
+		lua_createtable(L, 1, 0);
+		lua_pushvalue(L, 1);
+		lua_rawseti(L, -2, 1);
+		lua_replace(L, 1);
+	}
 	luaL_checktype(L, 1, LUA_TTABLE);
 	lua_Integer n = luaL_len(L, 1);
 	if (s->ndrops + n > 64)
@@ -541,6 +548,16 @@ static int l_drop_paths(lua_State *L)
 		if (!p || !*p)
 			return luaL_error(L, "drop_paths: prefix #%d is not a non-empty string",
 					  (int)i);
+		/* an event's path is absolute, or a pseudo file's name (pipe:[N], socket:[N],
+		 * anon_inode:[...]): a relative prefix or a glob would drop nothing */
+		if (strpbrk(p, "*?"))
+			return luaL_error(L, "drop_paths: prefix #%d '%s' is a glob; drop_paths takes "
+					  "byte prefixes of absolute paths ('/usr/' drops every file "
+					  "under /usr)", (int)i, p);
+		if (p[0] != '/' && !strchr(p, ':'))
+			return luaL_error(L, "drop_paths: prefix #%d '%s' is not absolute: event paths "
+					  "are (or a pseudo file's pipe:, socket:, anon_inode:), so it "
+					  "would drop nothing", (int)i, p);
 		if (!(s->drops[s->ndrops] = strdup(p)))
 			return luaL_error(L, "drop_paths: out of memory");
 		s->droplen[s->ndrops++] = strlen(p);
@@ -600,31 +617,89 @@ static int add_name(struct callback *cb, const char *name)
 	return 0;
 }
 
-/* Completes cb's name filter against the script's probe requests, once they are all made
+/* Levenshtein distance of a and b (bytes; each at most 63 long, else 99): how far a
+ * misspelt name is from a real one, for the "did you mean" of a filter's error. */
+static int edit_distance(const char *a, const char *b)
+{
+	size_t n = strlen(a), m = strlen(b);
+	if (n > 63 || m > 63)
+		return 99;
+	int row[64];
+	for (size_t j = 0; j <= m; j++)
+		row[j] = (int)j;
+	for (size_t i = 1; i <= n; i++) {
+		int diag = row[0];
+		row[0] = (int)i;
+		for (size_t j = 1; j <= m; j++) {
+			int up = row[j];
+			int best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[m];
+}
+
+/* Does request r make events of cb's layer (any, when the filter names none)? */
+static int in_cat(const struct callback *cb, const struct dc_probe_req *r)
+{
+	return !cb->cat[0] || !strcasecmp(cb->cat, r->layer->name);
+}
+
+/* The layers of the requests cb's layer takes in (all: cb NULL), "A, B", into buf. */
+static void req_layers(const struct dc_script *s, const struct callback *cb, char *buf,
+		       size_t len)
+{
+	buf[0] = 0;
+	for (int i = 0; i < s->nreqs; i++)
+		if ((!cb || in_cat(cb, &s->reqs[i])) && !strstr(buf, s->reqs[i].layer->name))
+			snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", buf[0] ? ", " : "",
+				 s->reqs[i].layer->name);
+}
+
+/* Completes cb's filter against the script's probe requests, once they are all made
  * (dc_script_run's end; at once for a callback added later): a function that the system
  * call tracepoints serve is traced as the function its layer names after each of its
  * system calls (glibc's open makes openat, pwrite64 is pwrite's: docs/probes.md "Library
  * call or system call"), so the filter takes those names as well and sees the calls the
- * script asked for. Returns 0; -1 with "file:line: ..." in err for a name no requested
- * function is traced as (a misspelt name matched nothing, silently, before); names are not
- * checked when the script probes functions of its own (dc.uprobe: its globs are matched
- * in the libraries only when they are attached). */
+ * script asked for. Returns 0; -1 with "file:line: ..." in err for a cat that is no layer
+ * the script probes, or a name no requested function of that layer is traced as (a
+ * misspelt name or layer matched nothing, silently, before), with the nearest name when
+ * one is close. Names are not checked in a layer of the script's own functions
+ * (dc.uprobe: its globs are matched in the libraries only when they are attached). */
 static int filter_names(struct dc_script *s, struct callback *cb, char *err, size_t errlen)
 {
-	int custom = 0;
+	char layers[256];
+	int custom = 0, cat_ok = 0;
 	for (int i = 0; i < s->nreqs; i++)
-		custom |= s->reqs[i].layer->custom;
+		if (in_cat(cb, &s->reqs[i])) {
+			cat_ok = 1;
+			custom |= s->reqs[i].layer->custom;
+		}
+	if (cb->cat[0] && !cat_ok) {
+		req_layers(s, NULL, layers, sizeof(layers));
+		snprintf(err, errlen, "%son_event: filter.cat '%s' is no layer this script probes "
+			 "(%s%s), so the callback would never run", cb->where, cb->cat,
+			 layers[0] ? "layers " : "no dc.probe", layers);
+		return -1;
+	}
 	for (int n = 0; n < cb->asked; n++) {
-		const char *name = cb->names[n];
-		int found = 0;
+		const char *name = cb->names[n], *near = NULL;
+		int found = 0, best = strlen(name) > 6 ? (int)strlen(name) / 3 + 1 : 3;
 		for (int i = 0; i < s->nreqs; i++) {
 			const struct dc_probe_req *r = &s->reqs[i];
 			struct dc_req_iter it = { .r = r };
 			const struct dc_func *f;
 			int hidden;
-			while ((f = dc_req_next(&it, &hidden)) && !hidden) {
-				int is = !strcmp(f->name, name);
+			while (in_cat(cb, r) && (f = dc_req_next(&it, &hidden)) && !hidden) {
+				int is = !strcmp(f->name, name), d = edit_distance(f->name, name);
 				found |= is;
+				if (d < best)
+					best = d, near = f->name;
 				for (int k = 0; !r->uprobe && k < f->nsyscalls; k++) {
 					const struct dc_func *namer =
 						dc_layer_syscall_namer(r->layer, f->syscall[k]);
@@ -640,14 +715,11 @@ static int filter_names(struct dc_script *s, struct callback *cb, char *err, siz
 			}
 		}
 		if (!found && !custom) {
-			char layers[256] = "";
-			for (int i = 0; i < s->nreqs; i++)
-				if (!strstr(layers, s->reqs[i].layer->name))
-					snprintf(layers + strlen(layers), sizeof(layers) - strlen(layers),
-						 "%s%s", layers[0] ? ", " : "", s->reqs[i].layer->name);
+			req_layers(s, cb, layers, sizeof(layers));
 			snprintf(err, errlen, "%son_event: filter.name '%s' is no function this "
-				 "script probes (%s%s), so the callback would never run", cb->where,
-				 name, layers[0] ? "layers " : "no dc.probe", layers);
+				 "script probes (%s%s), so the callback would never run%s%s%s",
+				 cb->where, name, layers[0] ? "layers " : "no dc.probe", layers,
+				 near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
 			return -1;
 		}
 	}

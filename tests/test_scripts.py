@@ -175,13 +175,11 @@ d, sc = own_script("filters", "f.lua",
     'local seen = {}\n'
     'dc.on_event(function(ev) ev.args.tag = "w"; seen[#seen + 1] = ev.name end, { name = "write" })\n'
     'dc.on_event(function(ev) if ev.name == "close" then return false end end, { cat = "POSIX" })\n'
-    'dc.on_event(function(ev) ev.args.never = 1 end, { cat = "SYSCALL" })\n'
     'dc.on_end(function() for _, n in ipairs(seen) do assert(n == "write") end end)\n')
 r, data, events = dd_3k(d, sc)
 equal(r.returncode, 0, "filters: exit status (%s)" % r.stderr)
-mine = [(e["name"], e["args"].get("tag"), "never" in e["args"]) for e in dctest.calls(events)
-        if e["path"] == data]
-equal(mine, [("openat", None, False)] + [("write", "w", False)] * 3,
+mine = [(e["name"], e["args"].get("tag")) for e in dctest.calls(events) if e["path"] == data]
+equal(mine, [("openat", None)] + [("write", "w")] * 3,
       "filters: writes tagged by the name filter, closes dropped by the cat filter")
 equal([e for e in events if e.get("name") == "end"][0]["args"]["script_errors"], 0,
       "filters: the first callback saw only writes")
@@ -210,18 +208,41 @@ equal([(e["name"], os.path.relpath(e["path"], d), e["args"].get("tag"), e["args"
        ("pwrite", "raw.bin", "p", 200, 1000), ("close", "raw.bin", None, None, None),
        ("openat", "missing/none", "o", None, None)],
       "filter names: open's filter saw the openat calls, pwrite64's the pwrite, posix's writes")
-TYPO = ('local dc = require "datacrumbs"\n'
-        'dc.probe { layer = "posix", functions = { "write" } }\n'
-        'dc.on_event(function(ev) end, { name = { "write", "wrte" } })\n')
-d, sc = own_script("filter-typo", "t.lua", TYPO)
-want = ("%s:3: on_event: filter.name 'wrte' is no function this script probes (layers POSIX), "
-        "so the callback would never run" % sc)
-for verb in ("run", "check"):
-    args = ["run", "-o", d, sc, "--", "true"] if verb == "run" else ["check", sc]
-    r = dctest.run_dc(args)
-    equal((r.returncode, r.stderr.strip().splitlines()[-1:]), (125, ["datacrumbs: " + want]),
-          "filter typo: %s's exit status and error line" % verb)
-equal([f for f in os.listdir(d) if f.endswith(".pfw.gz")], [], "filter typo: no trace written")
+# each is an error at its line, from run (before the command starts: no trace) and check
+TYPOS = [
+    ('dc.probe { layer = "posix", functions = { "write" } }\n'
+     'dc.on_event(function(ev) end, { name = { "write", "wrte" } })\n',
+     "3: on_event: filter.name 'wrte' is no function this script probes (layers POSIX), so the "
+     "callback would never run; did you mean 'write'?"),
+    ('dc.probe { layer = "posix", functions = { "write" } }\n'
+     'dc.on_event(function(ev) end, { cat = "posx" })\n',
+     "3: on_event: filter.cat 'posx' is no layer this script probes (layers POSIX), so the "
+     "callback would never run"),
+    ('dc.probe { layer = "posix", functions = { "write" } }\ndc.probe { layer = "stdio", '
+     'functions = { "fwrite" } }\ndc.on_event(function(ev) end, { cat = "POSIX", name = "fwrite" })\n',
+     "4: on_event: filter.name 'fwrite' is no function this script probes (layers POSIX), so "
+     "the callback would never run; did you mean 'write'?"),
+    ('dc.probe "posix"\ndc.drop_paths { "/proc/", "out/" }\n',
+     "3: drop_paths: prefix #2 'out/' is not absolute: event paths are (or a pseudo file's pipe:, "
+     "socket:, anon_inode:), so it would drop nothing"),
+    ('dc.probe "posix"\ndc.drop_paths { "/usr/*" }\n',
+     "3: drop_paths: prefix #1 '/usr/*' is a glob; drop_paths takes byte prefixes of absolute "
+     "paths ('/usr/' drops every file under /usr)"),
+]
+for k, (text, msg) in enumerate(TYPOS):
+    d, sc = own_script("filter-typo%d" % k, "t.lua", 'local dc = require "datacrumbs"\n' + text)
+    for verb in ("run", "check"):
+        args = ["run", "-o", d, sc, "--", "true"] if verb == "run" else ["check", sc]
+        r = dctest.run_dc(args)
+        equal((r.returncode, r.stderr.strip().splitlines()[-1:]), (125, ["datacrumbs: %s:%s" % (sc, msg)]),
+              "filter typo %d: %s's exit status and error line" % (k, verb))
+    equal([f for f in os.listdir(d) if f.endswith(".pfw.gz")], [], "filter typo %d: no trace" % k)
+# what is right passes: a bare string for drop_paths, pseudo files' prefixes, the layer in any case
+d, sc = own_script("filter-ok", "ok.lua", 'local dc = require "datacrumbs"\ndc.probe "posix"\n'
+                   'dc.drop_paths "/proc/"\ndc.drop_paths { "pipe:", "socket:[" }\n'
+                   'dc.on_event(function(ev) end, { cat = "Posix", name = "stat" })\n')
+r = dctest.run_dc(["check", sc])
+equal((r.returncode, r.stderr), (0, ""), "filter ok: check passes")
 
 # dc.on_event's reuse = true: one ev table for every event (each seen once, the last event's
 # args and path gone); a callback without it keeps a new table per event for all
