@@ -695,7 +695,9 @@ static int filter_names(struct dc_script *s, struct callback *cb, char *err, siz
 			struct dc_req_iter it = { .r = r };
 			const struct dc_func *f;
 			int hidden;
-			while (in_cat(cb, r) && (f = dc_req_next(&it, &hidden)) && !hidden) {
+			if (!in_cat(cb, r))
+				continue;
+			while ((f = dc_req_next(&it, &hidden)) && !hidden) {
 				int is = !strcmp(f->name, name), d = edit_distance(f->name, name);
 				found |= is;
 				if (d < best)
