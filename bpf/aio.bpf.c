@@ -100,7 +100,7 @@ static __always_inline void op_done(struct dc_aio_op *op, __u64 now, long res)
 	if (profile_ns) {
 		__u32 probe = DC_COOKIE_PROBE(op->cookie);
 		if (profile_call(bpf_map_lookup_elem(&pinfo, &probe), probe, op->tgid, op->ts, now,
-				 op->args, 0, 0, 0, res, 1, 0))
+				 op->args, 0, 0, 0, res, 1, 0, 0))
 			return;
 	}
 	struct dc_event *e = ring_reserve(sizeof(*e));

@@ -60,7 +60,7 @@ struct dc_frame {
 	__u64 fino;     /* the fd's inode when it is a pipe or socket (fkind), read at entry */
 	__u64 fino2;    /* the same for the second fd (DC_F_PIPE2, DC_F_SOCKET2) */
 	__u32 fkind;    /* DC_F_PIPE, DC_F_SOCKET, DC_F_PIPE2, DC_F_SOCKET2 or 0 */
-	__u32 pad2;
+	__u32 way_slot1; /* profile mode: the thread's agg_ways slot + 1, set at return */
 };
 
 /* The calls in flight on one thread, innermost last, in the thread's slot of `stacks`
@@ -70,7 +70,7 @@ struct dc_frame {
  * thread exits (sched_process_exit, flush_stack). */
 struct dc_stack {
 	__u32 depth;
-	__u32 pad;
+	__u32 slot;    /* its own index in `stacks` (stack_take): its agg_ways slot too */
 	__u64 owner;   /* 64 bits: BPF's compare-and-swap before -mcpu=v3 is 64-bit only */
 	__u64 id_next; /* the thread's block of call ids, [id_next, id_end): taken from its */
 	__u64 id_end;  /* process's counter DC_ID_BLOCK at a time (bpf/datacrumbs.h) */
@@ -114,6 +114,7 @@ static __always_inline struct dc_stack *stack_take(__u32 tid)
 		st = bpf_map_lookup_elem(&stacks, &k);
 		if (st && !st->owner && !__sync_val_compare_and_swap(&st->owner, 0, (__u64)tid)) {
 			st->depth = 0;
+			st->slot = k;
 			st->id_next = st->id_end = 0;
 			return st;
 		}
@@ -553,40 +554,133 @@ static __always_inline void atomic_max(__u64 *p, __u64 v)
 	}
 }
 
-/* Adds one call (dur ns, bytes asked when has_bytes, bytes moved when has_moved) to the
- * aggregate of key k. A global function (has_bytes | has_moved << 1 in `has`): the
- * verifier checks its compare-and-swap loops once per program, not at every caller in
- * every state (profile mode's dc_sys_exit took 63 ms to load, dc_uring_complete 46).
- * Returns 0. */
-__noinline int dc_agg_add(struct dc_agg_key *k, __u64 dur, __s64 bytes, __u32 has, __s64 moved)
+/* Adds the sums v (one call's, or a way's: struct dc_agg_ways) to the aggregate of key k
+ * in `aggs`, made when absent. A global function: the verifier checks its compare-and-swap
+ * loops once per program, not at every caller in every state (profile mode's dc_sys_exit
+ * took 63 ms to load, dc_uring_complete 46). Returns 0. */
+__noinline int dc_agg_merge(struct dc_agg_key *k, struct dc_agg *v)
 {
-	int has_bytes = has & 1, has_moved = has & 2;
-	if (!k) /* a global function's pointer may be NULL to the verifier */
+	if (!k || !v) /* a global function's pointers may be NULL to the verifier */
 		return 0;
 	struct dc_agg *a = bpf_map_lookup_elem(&aggs, k);
 	if (!a) {
 		struct dc_agg z = { .dur_min = ~0ULL, .bytes_min = ~0ULL };
 		bpf_map_update_elem(&aggs, k, &z, BPF_NOEXIST);
 		a = bpf_map_lookup_elem(&aggs, k);
-		if (!a) { /* the map is full: the call is lost to the profile */
-			count_stat(DC_STAT_LOST);
+		if (!a) { /* the map is full: the calls are lost to the profile */
+			count_stat_n(DC_STAT_LOST, v->count);
 			return 0;
 		}
 	}
-	__sync_fetch_and_add(&a->count, 1);
-	__sync_fetch_and_add(&a->dur_sum, dur);
-	atomic_min(&a->dur_min, dur);
-	atomic_max(&a->dur_max, dur);
-	if (has_bytes && bytes >= 0) {
-		__sync_fetch_and_add(&a->bytes_n, 1);
-		__sync_fetch_and_add(&a->bytes_sum, bytes);
-		atomic_min(&a->bytes_min, bytes);
-		atomic_max(&a->bytes_max, bytes);
+	__sync_fetch_and_add(&a->count, v->count);
+	__sync_fetch_and_add(&a->dur_sum, v->dur_sum);
+	atomic_min(&a->dur_min, v->dur_min);
+	atomic_max(&a->dur_max, v->dur_max);
+	if (v->bytes_n) {
+		__sync_fetch_and_add(&a->bytes_n, v->bytes_n);
+		__sync_fetch_and_add(&a->bytes_sum, v->bytes_sum);
+		atomic_min(&a->bytes_min, v->bytes_min);
+		atomic_max(&a->bytes_max, v->bytes_max);
 	}
-	if (has_moved) {
-		__sync_fetch_and_add(&a->moved_n, 1);
-		__sync_fetch_and_add(&a->moved_sum, moved > 0 ? moved : 0);
+	if (v->moved_n) {
+		__sync_fetch_and_add(&a->moved_n, v->moved_n);
+		__sync_fetch_and_add(&a->moved_sum, v->moved_sum);
 	}
+	return 0;
+}
+
+/* include/uapi/linux/bpf.h: an array user space may mmap (Linux 5.5); this tree's
+ * vmlinux.h has none of the uapi map flags */
+#define DC_BPF_F_MMAPABLE (1U << 10)
+
+/* Profile mode's per-thread aggregates, slot s of `stacks` owning slot s here
+ * (bpf/datacrumbs.h "Profile mode's per-thread aggregates"). Mappable: the consumer takes
+ * the ways' sums with its own compare-and-swap. Sized by the loader (1 entry outside
+ * profile mode). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, DC_BPF_F_MMAPABLE);
+	__uint(max_entries, DC_STACK_SLOTS);
+	__type(key, __u32);
+	__type(value, struct dc_agg_ways);
+} agg_ways SEC(".maps");
+
+/* Is way key a the same as key b (their 32 bytes as four words)? */
+static __always_inline int agg_key_eq(const struct dc_agg_key *a, const struct dc_agg_key *b)
+{
+	const __u64 *x = (const void *)a, *y = (const void *)b;
+	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2] && x[3] == y[3];
+}
+
+/* Adds one call's sums v (count 1) to way sums a, by plain loads and stores (the way is
+ * held, bpf/datacrumbs.h); a->count 0: a is empty, v becomes it. */
+static __always_inline void way_add(struct dc_agg *a, const struct dc_agg *v)
+{
+	if (!a->count) {
+		*a = *v;
+		return;
+	}
+	a->count += v->count;
+	a->dur_sum += v->dur_sum;
+	if (v->dur_min < a->dur_min)
+		a->dur_min = v->dur_min;
+	if (v->dur_max > a->dur_max)
+		a->dur_max = v->dur_max;
+	if (v->bytes_n) {
+		if (!a->bytes_n || v->bytes_min < a->bytes_min)
+			a->bytes_min = v->bytes_min;
+		if (!a->bytes_n || v->bytes_max > a->bytes_max)
+			a->bytes_max = v->bytes_max;
+		a->bytes_n += v->bytes_n;
+		a->bytes_sum += v->bytes_sum;
+	}
+	a->moved_n += v->moved_n;
+	a->moved_sum += v->moved_sum;
+}
+
+/* Adds one call's sums v, returned at now (CLOCK_MONOTONIC ns), to the aggregate of key k
+ * through the calling thread's ways ws (its agg_ways slot; NULL: straight into `aggs`):
+ * the way holding k, else an empty one, else the least recently used, whose sums go to
+ * `aggs` first. A way the consumer holds sends the call to `aggs`. A global function
+ * (checked once per program). Returns 0. */
+__noinline int dc_agg_put(struct dc_agg_ways *ws, struct dc_agg_key *k, struct dc_agg *v,
+			  __u64 now)
+{
+	if (!k || !v)
+		return 0;
+	if (!ws)
+		return dc_agg_merge(k, v);
+	__u32 pick = DC_AGG_WAYS, empty = DC_AGG_WAYS, old = 0;
+	__u64 oldest = ~0ULL;
+	for (__u32 i = 0; i < DC_AGG_WAYS; i++) {
+		struct dc_agg_way *w = &ws->w[i];
+		if (!w->a.count) {
+			if (empty == DC_AGG_WAYS)
+				empty = i;
+		} else if (agg_key_eq(&w->key, k)) {
+			pick = i;
+			break;
+		} else if (w->used < oldest) {
+			oldest = w->used;
+			old = i;
+		}
+	}
+	if (pick == DC_AGG_WAYS)
+		pick = empty < DC_AGG_WAYS ? empty : old;
+	struct dc_agg_way *w = &ws->w[pick & (DC_AGG_WAYS - 1)];
+	if (__sync_val_compare_and_swap(&w->lock, DC_WAY_FREE, DC_WAY_BPF) != DC_WAY_FREE)
+		return dc_agg_merge(k, v); /* the consumer is taking it */
+	/* held: read again (the consumer may have emptied it since the look above) */
+	if (w->a.count && !agg_key_eq(&w->key, k)) {
+		dc_agg_merge(&w->key, &w->a); /* another key's sums: to `aggs`, the way reused */
+		w->a.count = 0;
+	}
+	if (!w->a.count)
+		w->key = *k;
+	way_add(&w->a, v);
+	w->used = now;
+	barrier(); /* the sums' stores before the release (x86-64 keeps stores in order) */
+	w->lock = DC_WAY_FREE;
 	return 0;
 }
 
@@ -720,7 +814,7 @@ static __always_inline __u32 interval_of(__u64 now)
 static __always_inline int profile_call(const struct dc_pinfo *pi, __u32 probe, __u32 tgid,
 					__u64 ts, __u64 now, const __u64 args[DC_MAX_ARGS],
 					__u64 aux, __u32 aux_ok, __u64 iov_bytes, long ret,
-					int has_ret, int btf)
+					int has_ret, int btf, __u32 way_slot1)
 {
 	if (!pi || pi->record)
 		return 0;
@@ -730,7 +824,18 @@ static __always_inline int profile_call(const struct dc_pinfo *pi, __u32 probe, 
 	agg_key_bytes(pi, args, aux, aux_ok, iov_bytes, &k, &bytes, &has_bytes, btf);
 	int has_moved = has_ret && pi->moved != DC_PM_NONE;
 	__s64 moved = has_moved ? moved_of(pi, ret, bytes, has_bytes, args) : 0;
-	dc_agg_add(&k, now - ts, bytes, (has_bytes ? 1 : 0) | (has_moved ? 2 : 0), moved);
+	__u64 dur = now - ts;
+	struct dc_agg v = { .count = 1, .dur_sum = dur, .dur_min = dur, .dur_max = dur };
+	if (has_bytes && bytes >= 0) {
+		v.bytes_n = 1;
+		v.bytes_sum = v.bytes_min = v.bytes_max = bytes;
+	}
+	if (has_moved) {
+		v.moved_n = 1;
+		v.moved_sum = moved > 0 ? moved : 0;
+	}
+	__u32 slot = way_slot1 - 1;
+	dc_agg_put(way_slot1 ? bpf_map_lookup_elem(&agg_ways, &slot) : NULL, &k, &v, now);
 	return 1;
 }
 
@@ -766,7 +871,7 @@ static __always_inline int profile_ret(const struct dc_pinfo *pi, const struct d
 		return 0;
 	note_handle(pi, tgid, f, ret);
 	return profile_call(pi, DC_COOKIE_PROBE(f->cookie), tgid, f->ts, now, f->args, f->aux,
-			    f->aux_ok, f->iov_bytes, ret, 1, btf);
+			    f->aux_ok, f->iov_bytes, ret, 1, btf, f->way_slot1);
 }
 
 __noinline int dc_profile_ret0(const struct dc_pinfo *pi, const struct dc_frame *f, __u32 tgid,
@@ -1120,6 +1225,8 @@ static __always_inline void call_return_fd(__u64 cookie, long ret, int btf)
 						       (const void *)arg_at(f, pi->slen - 1)) : 0;
 		f->iov_bytes = n > 0 ? n - 1 + pi->slen_add : 0;
 	}
+	if (profile_ns)
+		f->way_slot1 = st->slot + 1;
 	if (profile_ns &&
 	    (btf ? dc_profile_ret1(pi, f, tgid, now, ret) : dc_profile_ret0(pi, f, tgid, now, ret))) {
 		st->depth = d;
@@ -1268,7 +1375,7 @@ static __always_inline int emit_record(__u64 cookie, __u32 tgid, __u32 tid, __u6
 	if (profile_ns) {
 		__u32 probe = DC_COOKIE_PROBE(cookie);
 		if (profile_call(bpf_map_lookup_elem(&pinfo, &probe), probe, tgid, ts, ts + dur,
-				 args, 0, 0, 0, 0, 0, 0))
+				 args, 0, 0, 0, 0, 0, 0, 0))
 			return 0;
 	}
 	struct dc_event *e = ring_reserve(sizeof(*e));

@@ -368,6 +368,38 @@ struct dc_proc {
 #define DC_STACK_SLOTS  16384
 #define DC_STACK_PROBES 8
 
+/* Profile mode's per-thread aggregates (the `agg_ways` array, bpf/common.bpf.h): the
+ * thread in slot s of `stacks` adds its calls to agg_ways[s], DC_AGG_WAYS aggregates of
+ * its latest keys, with plain loads and stores, where a call into the shared `aggs` hash
+ * cost a hash lookup and ten atomic adds on a line other CPUs write too (IOR 4 KiB:
+ * 0.15 of the bare run's time; bench/README.md 2026-12-06). A way whose a.count is 0
+ * is empty. Who may touch a way says its `lock`:
+ *   DC_WAY_FREE  anyone may take it (compare-and-swap from DC_WAY_FREE);
+ *   DC_WAY_BPF   its thread's BPF program holds it (for one call's add: ns);
+ *   DC_WAY_USER  the consumer holds it (core/profile.c take_ways).
+ * The thread puts a way's sums into `aggs` (holding it) only to reuse the way for
+ * another key; a way it cannot take (the consumer holds it) sends the call to `aggs`
+ * directly; the way reused is an empty one, else the least recently used. The
+ * consumer, before each read of `aggs`, takes the sums of every non-empty
+ * way into its own tables and empties it, waiting while a thread holds it: so a thread
+ * that went idle holds nothing back past the next read, and a thread's put into `aggs`
+ * has ended before the read that must see it begins. The consumer maps the array
+ * (BPF_F_MMAPABLE) and takes ways with the CPU's own compare-and-swap; a thread's
+ * release is a plain store after its sums' stores (x86-64 keeps stores in order). */
+#define DC_AGG_WAYS 4
+enum dc_way_lock { DC_WAY_FREE = 0, DC_WAY_BPF = 1, DC_WAY_USER = 2 };
+struct dc_agg_way {
+	unsigned long long lock; /* enum dc_way_lock (64 bits: BPF's compare-and-swap
+				    before -mcpu=v3 is 64-bit only) */
+	unsigned long long used; /* its thread's last add (CLOCK_MONOTONIC ns): the least
+				    recently used way is the one reused */
+	struct dc_agg_key key;
+	struct dc_agg a;
+};
+struct dc_agg_ways {
+	struct dc_agg_way w[DC_AGG_WAYS];
+};
+
 /* Call ids a thread takes from its process's counter (struct dc_proc next_id) at once,
  * so that its calls do not look the process up in `traced` each (a hash lookup). */
 #define DC_ID_BLOCK 64

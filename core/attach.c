@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <errno.h>
 #include <link.h>
+#include <sys/mman.h>
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -38,9 +39,11 @@
  * set, one call stack per thread. dc_bpf_open makes them (own_shared) and keeps their fds
  * in b->share_fd, in this order. */
 static const char *const shared_maps[] = { "traced", "traced_hint", "stacks", "rings",
-					   "scratch", "stats", "aggs", "pinfo", "handles" };
+					   "scratch", "stats", "aggs", "pinfo", "handles",
+					   "agg_ways" };
 #define DC_NSHARED (sizeof(shared_maps) / sizeof(shared_maps[0]))
 #define DC_SHARE_RINGS 3 /* shared_maps[3]: the outer map, made by dc_bpf_open itself */
+#define DC_SHARE_WAYS 9  /* shared_maps[9]: agg_ways, mapped by dc_bpf_open (map_ways) */
 
 /* A small CO-RE target for one object's load (core/corebtf.h): uprobe.bpf.c, syscall.bpf.c
  * and aio.bpf.c relocate against the kernel's types they name only (their types are all
@@ -72,6 +75,8 @@ struct dc_bpf {
 		__u32 shard_cpus;
 	} common;
 	int share_fd[DC_NSHARED];  /* the shared maps, as shared_maps names them (own_shared) */
+	struct dc_agg_ways *ways;  /* agg_ways mapped (profile mode; NULL: not), nways slots */
+	size_t nways, ways_bytes;
 	struct dc_probe *probes;
 	struct bpf_link **links;   /* fallback: 2 per probe (entry, return) */
 	unsigned nprobes, cap, nattached;
@@ -206,8 +211,27 @@ static int own_shared(struct dc_bpf *b)
 	return 0;
 }
 
+/* Maps agg_ways read-write (profile mode's per-thread aggregates, which the consumer takes:
+ * core/profile.c take_ways): mapped here, while the fd is ours, the mapping outlives
+ * dc_bpf_consumer_only's close of it. Returns 0 or a negative errno. */
+static int map_ways(struct dc_bpf *b)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	b->nways = bpf_map__max_entries(b->skel->maps.agg_ways);
+	b->ways_bytes = (b->nways * sizeof(struct dc_agg_ways) + page - 1) / page * page;
+	void *m = mmap(NULL, b->ways_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       b->share_fd[DC_SHARE_WAYS], 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	b->ways = m;
+	return 0;
+}
+
 static void close_shared(struct dc_bpf *b)
 {
+	if (b->ways)
+		munmap(b->ways, b->ways_bytes);
+	b->ways = NULL;
 	for (size_t i = 0; i < DC_NSHARED; i++)
 		if (b->share_fd[i] >= 0)
 			close(b->share_fd[i]);
@@ -440,8 +464,14 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t prof
 		e = outer < 0 ? -errno : bpf_map__reuse_fd(b->skel->maps.rings, outer);
 		b->share_fd[DC_SHARE_RINGS] = outer;
 	}
+	/* profile mode's per-thread aggregates: a slot per `stacks` slot, else one (unused) */
+	if (!e)
+		e = bpf_map__set_max_entries(b->skel->maps.agg_ways,
+					     profile_ns ? DC_STACK_SLOTS : 1);
 	if (!e)
 		e = own_shared(b);
+	if (!e && profile_ns)
+		e = map_ways(b);
 	if (!e) {
 		choose_uprobe_progs(b);
 		e = up_load_start(b, outer);
@@ -2028,6 +2058,12 @@ unsigned dc_bpf_nprobes(const struct dc_bpf *b)
 int dc_bpf_aggs_fd(const struct dc_bpf *b)
 {
 	return bpf_map__fd(b->skel->maps.aggs);
+}
+
+struct dc_agg_ways *dc_bpf_agg_ways(const struct dc_bpf *b, size_t *n)
+{
+	*n = b->ways ? b->nways : 0;
+	return b->ways;
 }
 
 unsigned dc_bpf_nshards(const struct dc_bpf *b)

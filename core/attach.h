@@ -154,6 +154,11 @@ unsigned dc_bpf_nprobes(const struct dc_bpf *b);
 /* File descriptor of profile mode's `aggs` map (struct dc_agg_key -> struct dc_agg). */
 int dc_bpf_aggs_fd(const struct dc_bpf *b);
 
+/* Profile mode's per-thread aggregates (bpf/datacrumbs.h struct dc_agg_ways), mapped
+ * read-write for the consumer to take (core/profile.c): *n slots, NULL (*n 0) outside
+ * profile mode. Valid until dc_bpf_close. */
+struct dc_agg_ways *dc_bpf_agg_ways(const struct dc_bpf *b, size_t *n);
+
 /* The number of ring buffers (shards), each one CPU group's (bpf/common.bpf.h rings). */
 unsigned dc_bpf_nshards(const struct dc_bpf *b);
 

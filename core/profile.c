@@ -4,6 +4,7 @@
 #include "profile.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -323,6 +324,51 @@ static void read_map(struct dc_profile *p, int del,
 	}
 }
 
+/* Holds way w for the consumer (DC_WAY_USER): waits while its thread holds it (one call's
+ * add, or a put into aggs: a BPF program's run, not preempted under it). */
+static void way_lock(struct dc_agg_way *w)
+{
+	unsigned long long want = DC_WAY_FREE;
+	while (!__atomic_compare_exchange_n(&w->lock, &want, DC_WAY_USER, 0, __ATOMIC_ACQUIRE,
+					    __ATOMIC_RELAXED)) {
+		want = DC_WAY_FREE;
+		sched_yield();
+	}
+}
+
+static void way_unlock(struct dc_agg_way *w)
+{
+	__atomic_store_n(&w->lock, DC_WAY_FREE, __ATOMIC_RELEASE);
+}
+
+/* Takes the sums of every thread's aggregate ways (bpf/datacrumbs.h "Profile mode's
+ * per-thread aggregates") of intervals before `limit` into pending, emptying them: before
+ * each read of the aggs map, so that an idle thread's sums are in the read of their
+ * interval, and a thread's put of a way into aggs (which holds the way) has ended before
+ * the read. Ways of later intervals stay: their files' opens may still be in the ring
+ * buffer (key_path could not name them yet). */
+static void take_ways(struct dc_profile *p, unsigned limit)
+{
+	size_t n;
+	struct dc_agg_ways *ws = dc_bpf_agg_ways(p->bpf, &n);
+	for (size_t s = 0; s < n; s++) {
+		for (int i = 0; i < DC_AGG_WAYS; i++) {
+			struct dc_agg_way *w = &ws[s].w[i];
+			if (!__atomic_load_n(&w->a.count, __ATOMIC_RELAXED) ||
+			    __atomic_load_n(&w->key.interval, __ATOMIC_RELAXED) >= limit)
+				continue;
+			way_lock(w);
+			if (w->a.count && w->key.interval < limit) {
+				struct dc_agg_key k = w->key;
+				merge(&slot(&p->pending, k.pid, k.probe, k.interval,
+					    key_path(p, &k))->a, &w->a);
+				w->a.count = 0;
+			}
+			way_unlock(w);
+		}
+	}
+}
+
 /* read_map callback of a flush: takes the entries of ended intervals into pending. */
 static int take_ended(struct dc_profile *p, const struct dc_agg_key *k, const struct dc_agg *a,
 		      void *arg)
@@ -404,6 +450,7 @@ uint64_t dc_profile_flush(struct dc_profile *p, uint64_t now_ns, int final)
 	p->flushing = 1;
 	unsigned limit = final ? UINT32_MAX
 		       : now_ns > p->t0 ? (now_ns - p->t0) / p->interval_ns : 0;
+	take_ways(p, limit);
 	read_map(p, 1, take_ended, &limit);
 
 	/* the ended intervals' entries, in order */
@@ -478,6 +525,27 @@ static int show(struct dc_profile *p, const struct dc_agg_key *k, const struct d
 	return 0;
 }
 
+/* dc_profile_read's look at the threads' aggregate ways: each non-empty way's sums as they
+ * are now (copied while held, left in place). */
+static void show_ways(struct dc_profile *p, struct read_ctx *c)
+{
+	size_t n;
+	struct dc_agg_ways *ws = dc_bpf_agg_ways(p->bpf, &n);
+	for (size_t s = 0; s < n; s++) {
+		for (int i = 0; i < DC_AGG_WAYS; i++) {
+			struct dc_agg_way *w = &ws[s].w[i];
+			if (!__atomic_load_n(&w->a.count, __ATOMIC_RELAXED))
+				continue;
+			way_lock(w);
+			struct dc_agg_key k = w->key;
+			struct dc_agg a = w->a;
+			way_unlock(w);
+			if (a.count)
+				show(p, &k, &a, c);
+		}
+	}
+}
+
 void dc_profile_read(struct dc_profile *p, int totals,
 		     void (*fn)(const struct dc_prow *row, void *arg), void *arg)
 {
@@ -488,6 +556,7 @@ void dc_profile_read(struct dc_profile *p, int totals,
 	if (!totals && p->interval_ns) {
 		struct read_ctx c = { fn, arg };
 		read_map(p, 0, show, &c);
+		show_ways(p, &c);
 	}
 }
 

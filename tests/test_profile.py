@@ -188,4 +188,71 @@ for e in ev:
         c[1] += e["args"]["count"]
 equal(tw, {"a1": [N, 2 * N], "a2": [N, 2 * N], "b1": [N, 3 * N], "b2": [N, 3 * N]},
       "the trace's write events per file agree")
+
+# 5. per-thread aggregates (bpf/datacrumbs.h struct dc_agg_ways): 4 threads each pwrite 6
+# files (more than a thread's 4 ways: sums move to the shared map as ways are reused) in two
+# halves; between them the threads wait, holding sums, while the main thread opens and writes
+# a marker file 0.5 s into a 1 s pause. Every call counted once: per file f exact counts and bytes,
+# half of them in counters of intervals before the marker's; and those counters are in the
+# trace before the marker's (the consumer took the idle threads' sums at their interval's
+# end, not when the threads came back)
+d = dctest.workdir("profile-ways")
+data = os.path.join(d, "data")
+os.makedirs(data)
+r = dctest.run_dc(["run", "-o", d, "--mode", "profile", "--interval", "100ms", "io_posix.lua",
+                   "--", os.environ["PROG_WAYS"], data])
+equal(r.returncode, 0, "prog_ways under profile mode: exit status (stderr: %s)" % r.stderr.strip())
+trace = dctest.find_trace(d)
+dctest.check_pfw(trace)
+ev, _, _ = dctest.read_trace(trace)
+counters = [e for e in ev if e.get("ph") == "C"]
+# the marker's open: a call naming a path, counted by the consumer as its record comes (no
+# way holds it), so its counter is written at its interval's end whatever the ways do
+marker = [i for i, e in enumerate(counters) if e["name"] == "openat" and e["path"] == data + "/marker"]
+equal(len(marker), 1, "one counter of the marker's open")
+mi, mts = marker[0], counters[marker[0]]["ts"]
+equal(counters[mi]["args"]["count"], 1, "the marker: one open")
+got = {}
+for i, e in enumerate(counters):
+    if e["name"] == "pwrite" and (e["path"] or "").startswith(data + "/f"):
+        half = "before" if e["ts"] < mts else "after"
+        c = got.setdefault((os.path.basename(e["path"]), half), [0, 0, 0])
+        c[0] += e["args"]["count"]
+        c[1] += e["args"]["size_sum"]
+        if half == "before" and i > mi:
+            c[2] += 1
+want = {}
+for f in range(6):
+    for half in ("before", "after"):
+        # 4 threads x 30 rounds; thread t writes (t + 1) * (f + 1) bytes: 30 * 10 * (f + 1)
+        want[("f%d" % f, half)] = [120, 300 * (f + 1), 0]
+equal(got, want, "per file and half: [pwrites, bytes, counters of the first half written after "
+      "the marker's]")
+keys = [(e["pid"], e["name"], e.get("args", {}).get("fhash"), e["ts"]) for e in counters]
+equal(len(keys), len(set(keys)), "one counter per process, function, file and interval")
+equal([e for e in ev if e.get("name") == "end"][0]["args"]["lost"], 0, "nothing lost")
+
+# 6. the same with 20,000 rounds a half and 10 ms intervals: the consumer takes the ways
+# (about every 10 ms) while the threads add to them; each call counted exactly once
+HALF = 20000
+d = dctest.workdir("profile-ways-race")
+data = os.path.join(d, "data")
+os.makedirs(data)
+r = dctest.run_dc(["run", "-o", d, "--mode", "profile", "--interval", "10ms", "io_posix.lua",
+                   "--", os.environ["PROG_WAYS"], data, str(HALF)])
+equal(r.returncode, 0, "prog_ways %d under profile mode: exit status (stderr: %s)"
+      % (HALF, r.stderr.strip()))
+trace = dctest.find_trace(d)
+dctest.check_pfw(trace)
+ev, _, _ = dctest.read_trace(trace)
+got = {}
+for e in ev:
+    if e.get("ph") == "C" and e["name"] == "pwrite" and (e["path"] or "").startswith(data + "/f"):
+        c = got.setdefault(os.path.basename(e["path"]), [0, 0])
+        c[0] += e["args"]["count"]
+        c[1] += e["args"]["size_sum"]
+equal(got, {"f%d" % f: [8 * HALF, 20 * HALF * (f + 1)] for f in range(6)},
+      "per file: [pwrites, bytes] (4 threads x 2 halves; 10 * (f + 1) bytes a round)")
+equal([e for e in ev if e.get("name") == "end"][0]["args"]["lost"], 0, "nothing lost")
+
 dctest.finish()
