@@ -25,7 +25,7 @@ static const char check_help[] =
 "library CMD loads (the one /bin/sh loads when no CMD is given) and each function's file\n"
 "offset; for syscall layers the syscall numbers; for tracepoint and kernel layers the\n"
 "names. Warns as a run does about what would not be traced, then prints a summary:\n"
-"  io_posix.lua: 78 functions in 3 layers: POSIX (syscalls: 56, libc.so.6: 4), AIO ... OK\n"
+"  io_posix.lua: 78 functions in 2 layers: POSIX (syscalls: 56, libc.so.6: 4), AIO ... OK\n"
 "Needs no root and starts no command.\n"
 "\n"
 "options (before SCRIPT):\n"
@@ -169,12 +169,21 @@ static const char *place(const char *where)
 	return s ? s + 1 : where;
 }
 
-/* "N functions in M layers: CAT (place: n, ...), ..." of the visible probes. */
-static void summary(const struct check *c, int nlayers, const char *script)
+/* "N functions in M layers: CAT (place: n, ...), ..." of the visible probes: M the layers
+ * listed (a layer with none visible, such as one the script asked for only for its fd
+ * table, is neither listed nor counted). */
+static void summary(const struct check *c, const char *script)
 {
-	int total = 0;
-	for (int i = 0; i < c->n; i++)
-		total += c->v[i].visible;
+	int total = 0, nlayers = 0;
+	for (int i = 0; i < c->n; i++) {
+		if (!c->v[i].visible)
+			continue;
+		total++;
+		int seen = 0;
+		for (int j = 0; j < i && !seen; j++)
+			seen = c->v[j].visible && !strcmp(c->v[j].cat, c->v[i].cat);
+		nlayers += !seen;
+	}
 	printf("%s: %d function%s in %d layer%s:", script, total, total == 1 ? "" : "s",
 	       nlayers, nlayers == 1 ? "" : "s");
 	int ncats = 0;
@@ -282,15 +291,11 @@ static int check_requests(struct check *c, struct dc_script *s, const char *scri
 			 script);
 		return -1;
 	}
-	int nlayers = 0, waiting = 0;
+	int waiting = 0;
 	struct dc_sysset claimed;
 	dc_resolve_claimed(reqs, nreq, &claimed);
 	for (int i = 0; i < nreq; i++) {
 		const struct dc_probe_req *r = &reqs[i];
-		int again = 0;
-		for (int j = 0; j < i && !again; j++)
-			again = reqs[j].layer == r->layer;
-		nlayers += !again;
 		int e, bad, missing; /* a library loaded at run time: said so by the note */
 		err[0] = 0;
 		if (r->layer->mechanism == DC_MECH_KERNEL)
@@ -315,7 +320,7 @@ static int check_requests(struct check *c, struct dc_script *s, const char *scri
 		return -1;
 	}
 	const char *base = strrchr(script, '/');
-	summary(c, nlayers, base ? base + 1 : script);
+	summary(c, base ? base + 1 : script);
 	returns_lines(c);
 	return 0;
 }

@@ -655,10 +655,18 @@ static void req_layers(const struct dc_script *s, const struct callback *cb, cha
 		       size_t len)
 {
 	buf[0] = 0;
-	for (int i = 0; i < s->nreqs; i++)
-		if ((!cb || in_cat(cb, &s->reqs[i])) && !strstr(buf, s->reqs[i].layer->name))
+	for (int i = 0; i < s->nreqs; i++) {
+		if (cb && !in_cat(cb, &s->reqs[i]))
+			continue;
+		int seen = 0; /* an earlier request of the same layer (by name, not a substring:
+				 a layer "IO" beside "POSIX_IO" is listed too) */
+		for (int j = 0; j < i && !seen; j++)
+			seen = (!cb || in_cat(cb, &s->reqs[j])) &&
+			       !strcmp(s->reqs[j].layer->name, s->reqs[i].layer->name);
+		if (!seen)
 			snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", buf[0] ? ", " : "",
 				 s->reqs[i].layer->name);
+	}
 }
 
 /* Completes cb's filter against the script's probe requests, once they are all made

@@ -222,6 +222,12 @@ TYPOS = [
      'functions = { "fwrite" } }\ndc.on_event(function(ev) end, { cat = "POSIX", name = "fwrite" })\n',
      "4: on_event: filter.name 'fwrite' is no function this script probes (layers POSIX), so "
      "the callback would never run; did you mean 'write'?"),
+    # every layer listed, one whose name holds another's too (a substring test dropped POSIX)
+    ('dc.uprobe { file = "libc.so.6", functions = { "fsync" }, layer = "POSIX_EXTRA" }\n'
+     'dc.probe { layer = "posix", functions = { "write" } }\n'
+     'dc.on_event(function(ev) end, { cat = "posx" })\n',
+     "4: on_event: filter.cat 'posx' is no layer this script probes (layers POSIX_EXTRA, POSIX), "
+     "so the callback would never run"),
     ('dc.probe "posix"\ndc.drop_paths { "/proc/", "out/" }\n',
      "3: drop_paths: prefix #2 'out/' is not absolute: event paths are (or a pseudo file's pipe:, "
      "socket:, anon_inode:), so it would drop nothing"),
