@@ -207,6 +207,20 @@ struct {
 	__type(value, struct dc_path2_event);
 } scratch SEC(".maps");
 
+/* bpf_probe_read_user_str into dst (size bytes), with one answer on every kernel: the
+ * string's length with its NUL, or < 0 when it faults. Older kernels (Debian 12's 6.1;
+ * falcosecurity/libs#866) read an empty string as 0 and write no NUL, newer ones as 1:
+ * a 0 would drop fstatat(fd, "", AT_EMPTY_PATH)'s path, and with it its file. */
+static __always_inline long read_user_str(char *dst, __u32 size, const void *src)
+{
+	long n = bpf_probe_read_user_str(dst, size, src);
+	if (n == 0) {
+		dst[0] = 0;
+		n = 1;
+	}
+	return n;
+}
+
 /* enum dc_stat counters, per CPU. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -554,6 +568,10 @@ static __always_inline void atomic_max(__u64 *p, __u64 v)
 	}
 }
 
+/* An aggregate with no calls yet, in .rodata rather than on the stack: the stack of a
+ * chain of calls is 512 bytes in all (6.1's verifier counts global functions in it). */
+static const struct dc_agg agg_empty = { .dur_min = ~0ULL, .bytes_min = ~0ULL };
+
 /* Adds the sums v (one call's, or a way's: struct dc_agg_ways) to the aggregate of key k
  * in `aggs`, made when absent. A global function: the verifier checks its compare-and-swap
  * loops once per program, not at every caller in every state (profile mode's dc_sys_exit
@@ -562,11 +580,13 @@ __noinline int dc_agg_merge(struct dc_agg_key *k, struct dc_agg *v)
 {
 	if (!k || !v) /* a global function's pointers may be NULL to the verifier */
 		return 0;
-	struct dc_agg *a = bpf_map_lookup_elem(&aggs, k);
+	/* the key on the stack: 6.1's verifier (Debian 12) takes a map key only from the stack,
+	 * a packet or a map value, not a global function's memory argument */
+	struct dc_agg_key key = *k;
+	struct dc_agg *a = bpf_map_lookup_elem(&aggs, &key);
 	if (!a) {
-		struct dc_agg z = { .dur_min = ~0ULL, .bytes_min = ~0ULL };
-		bpf_map_update_elem(&aggs, k, &z, BPF_NOEXIST);
-		a = bpf_map_lookup_elem(&aggs, k);
+		bpf_map_update_elem(&aggs, &key, &agg_empty, BPF_NOEXIST);
+		a = bpf_map_lookup_elem(&aggs, &key);
 		if (!a) { /* the map is full: the calls are lost to the profile */
 			count_stat_n(DC_STAT_LOST, v->count);
 			return 0;
@@ -1221,7 +1241,7 @@ static __always_inline void call_return_fd(__u64 cookie, long ret, int btf)
 		/* fputs: the string's length, read at return (the call has read it, so its
 		 * page is resident; at entry a literal's page may not be yet) */
 		sc = bpf_map_lookup_elem(&scratch, &zero);
-		long n = sc ? bpf_probe_read_user_str(sc->path2, sizeof(sc->path2),
+		long n = sc ? read_user_str(sc->path2, sizeof(sc->path2),
 						       (const void *)arg_at(f, pi->slen - 1)) : 0;
 		f->iov_bytes = n > 0 ? n - 1 + pi->slen_add : 0;
 	}
@@ -1237,9 +1257,9 @@ static __always_inline void call_return_fd(__u64 cookie, long ret, int btf)
 	/* a second string (rename's newpath): the probe's description says which */
 	__u32 p2 = sc && pi ? pi->path2 : 0;
 	if (sc && p2 >= 1 && p2 <= DC_MAX_ARGS) {
-		long n = bpf_probe_read_user_str(sc->path, sizeof(sc->path),
+		long n = read_user_str(sc->path, sizeof(sc->path),
 						 (const void *)f->args[path]);
-		long n2 = bpf_probe_read_user_str(sc->path2, sizeof(sc->path2),
+		long n2 = read_user_str(sc->path2, sizeof(sc->path2),
 						  (const void *)arg_at(f, p2 - 1));
 		struct dc_path2_event *pe;
 		__u64 bytes;
@@ -1270,7 +1290,7 @@ static __always_inline void call_return_fd(__u64 cookie, long ret, int btf)
 	} else if (sc) {
 		/* read at return: the kernel has faulted the string's page in by now; then
 		 * send it in the smallest record class it fits, to spare the ring buffer */
-		long n = bpf_probe_read_user_str(sc->path, sizeof(sc->path),
+		long n = read_user_str(sc->path, sizeof(sc->path),
 						 (const void *)f->args[path]);
 		struct dc_path_event *pe;
 		__u64 bytes;
@@ -1318,40 +1338,69 @@ __noinline int dc_call_return(__u64 cookie, long ret)
 	return 0;
 }
 
+/* The calls a return site returns at once, at most: one and those it tail-called. */
+#define DC_TAIL_RUN 4
+
 /* A return site (cookie bit DC_COOKIE_RETSITE) of a return-instruction probe was hit:
  * the `ret` of the call whose frame has the probe's cookie and entry rsp == sp is about
  * to run, returning `ret` (rax). Frames above it shown dead by sp are sent as unwound
- * first; then the call returns as at a uretprobe (dc_call_return). No frame of this probe
- * at this sp: an unpaired return (the entry was missed), the stack is left alone. */
+ * first; then the call returns as at a uretprobe (dc_call_return), with the calls it
+ * tail-called, whose frames have its rsp. No frame of this probe at this sp: an unpaired
+ * return (the entry was missed), the stack is left alone; at a shared site (the `ret` of
+ * a tail-called function, DC_COOKIE_INSN clear) the call of another caller. */
 static __always_inline void call_retsite(__u64 cookie, __u64 sp, long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
-	__u64 own = cookie & ~DC_COOKIE_RETSITE;
+	/* a shared site (no DC_COOKIE_INSN): a tail-called function's `ret`, which its other
+	 * callers' calls reach too; its owner, as every owner of sites, has the bit */
+	int shared = !(cookie & DC_COOKIE_INSN);
+	__u64 own = (cookie & ~DC_COOKIE_RETSITE) | DC_COOKIE_INSN;
 	struct dc_stack *st = stack_of(tid);
 	if (!st || st->depth == 0) {
-		if (bpf_map_lookup_elem(&traced, &tgid))
+		if (!shared && bpf_map_lookup_elem(&traced, &tgid))
 			count_stat(DC_STAT_UNPAIRED);
 		return;
 	}
 	deep_over(st, sp);
 	if (st->depth > DC_MAX_DEPTH) { /* a too-deep call returns */
-		st->depth--;
+		if (!shared)
+			st->depth--;
 		return;
 	}
 	struct dc_frame *top = &st->f[(st->depth - 1) & (DC_MAX_DEPTH - 1)];
-	if (!top->moves) { /* a moving stack (Go) is paired by probe alone */
-		dc_unwind(st, sp, DC_UW_RETURN, 0);
+	if (top->moves) { /* a moving stack (Go) is paired by probe alone */
+		dc_call_return(own, ret);
+		return;
+	}
+	dc_unwind(st, sp, DC_UW_RETURN, 0);
+	/* the frames on top entered at this rsp: a call and the calls it tail-called (a
+	 * tail call enters at its caller's rsp), all returning now; one must be this
+	 * probe's, else the `ret` is another call's */
+	int mine = 0;
+	for (__u32 k = 0; k < DC_TAIL_RUN; k++) {
+		__u32 d = st->depth;
+		if (k >= d || d > DC_MAX_DEPTH)
+			break;
+		struct dc_frame *f = &st->f[(d - 1 - k) & (DC_MAX_DEPTH - 1)];
+		if (f->sp != sp || !(f->cookie & DC_COOKIE_INSN))
+			break;
+		mine |= f->cookie == own;
+	}
+	if (!mine) {
+		if (!shared)
+			count_stat(DC_STAT_UNPAIRED);
+		return;
+	}
+	for (__u32 k = 0; k < DC_TAIL_RUN; k++) {
 		__u32 d = st->depth;
 		if (d == 0 || d > DC_MAX_DEPTH)
-			return;
-		top = &st->f[(d - 1) & (DC_MAX_DEPTH - 1)];
-		if (top->cookie != own || top->sp != sp) {
-			count_stat(DC_STAT_UNPAIRED);
-			return;
-		}
+			break;
+		struct dc_frame *f = &st->f[(d - 1) & (DC_MAX_DEPTH - 1)];
+		if (f->sp != sp || !(f->cookie & DC_COOKIE_INSN))
+			break;
+		dc_call_return(f->cookie, ret);
 	}
-	dc_call_return(own, ret);
 }
 
 /* A catch point (DC_COOKIE_CATCH) was hit at user rsp sp: send the calls the caught

@@ -90,7 +90,11 @@ enum dc_kind {
  *                open_memstream or fopencookie has no fd of its own)
  *   bit  39      returns at return instructions (DC_COOKIE_INSN): the entry pushes its
  *                frame but asks for no return (session entry returns 1; no uretprobe in
- *                the fallback pair); the probe's return-site uprobes (bit 31) pop it
+ *                the fallback pair); the probe's return-site uprobes (bit 31) pop it;
+ *                a return site without it is shared: the `ret` of a function the probe's
+ *                function tail-calls, which that function's other callers reach too
+ *                (core/retsite.h DC_RETSITE_SHARED): no frame of the probe there is no
+ *                unpaired return
  *   bits 40..47  byte offset added to the pointer before reading the aux value
  *   bits 48..55  byte offset for the in-place read (bits 60..63)
  *   bits 56..59  1 + index of a short string argument: its first 7 bytes (and a NUL)

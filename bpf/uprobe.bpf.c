@@ -105,12 +105,19 @@ static __always_inline void send_proc_flags(__u32 kind, __u32 pid, __u32 tid, __
 	struct dc_path_event *sc = path ? bpf_map_lookup_elem(&scratch, &zero) : NULL;
 	long n = sc ? bpf_probe_read_kernel_str(sc->path, sizeof(sc->path), path) : 0;
 	struct dc_path_event *pe;
-	if (n <= 0)
+	/* each record class copies its path in its own branch: 6.1's verifier loses which
+	 * size was reserved when one copy follows the three reserves */
+	if (n <= 0) {
 		pe = ring_reserve(sizeof(pe->e));
-	else if (n <= DC_PATH_SMALL)
+	} else if (n <= DC_PATH_SMALL) {
 		pe = ring_reserve(sizeof(pe->e) + DC_PATH_SMALL);
-	else
+		if (pe)
+			bpf_probe_read_kernel(pe->path, DC_PATH_SMALL, sc->path);
+	} else {
 		pe = ring_reserve(sizeof(*pe));
+		if (pe)
+			bpf_probe_read_kernel(pe->path, DC_PATH_MAX, sc->path);
+	}
 	if (!pe) {
 		count_stat(DC_STAT_LOST);
 		return;
@@ -121,13 +128,8 @@ static __always_inline void send_proc_flags(__u32 kind, __u32 pid, __u32 tid, __
 	pe->e.tid = tid;
 	pe->e.ts = bpf_ktime_get_ns();
 	pe->e.args[0] = arg;
-	if (sc && n > 0) {
-		if (n <= DC_PATH_SMALL)
-			bpf_probe_read_kernel(pe->path, DC_PATH_SMALL, sc->path);
-		else
-			bpf_probe_read_kernel(pe->path, DC_PATH_MAX, sc->path);
+	if (n > 0)
 		pe->e.path_len = n;
-	}
 	pe->e.sent = bpf_ktime_get_ns(); /* the merge key (ring_submit) */
 	bpf_ringbuf_submit(pe, flags);
 }

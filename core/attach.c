@@ -356,8 +356,7 @@ static int up_ready(struct dc_bpf *b, char *err, size_t errlen)
  * where the kernel has those. */
 static void choose_uprobe_progs(struct dc_bpf *b)
 {
-	char why[320];
-	b->session = dc_feature_uprobe_session(why, sizeof(why));
+	b->session = dc_feature_uprobe_session(NULL, 0);
 	if (b->session) {
 		bpf_program__set_expected_attach_type(b->skel->progs.dc_session,
 						      DC_BPF_TRACE_UPROBE_SESSION);
@@ -365,11 +364,10 @@ static void choose_uprobe_progs(struct dc_bpf *b)
 		bpf_program__set_autoload(b->skel->progs.dc_return, false);
 	} else {
 		bpf_program__set_autoload(b->skel->progs.dc_session, false);
-		fprintf(stderr, "datacrumbs: warning: no session uprobes (%s): return probes are "
-			"uretprobes, which rewrite the return address of every call of a probed "
-			"function in EVERY process on the node, traced or not (longjmp, C++ "
-			"exceptions, Go can then crash there: SIGILL)\n", why);
 	}
+	/* without session uprobes a return hijack would be a uretprobe in every process:
+	 * returns are then seen at return instructions, as for C++ (core/retsite.h) */
+	dc_retsite_allow_hijack(b->session);
 	b->multi = !b->session && dc_feature_uprobe_multi(NULL, 0);
 	if (b->multi) {
 		bpf_program__set_expected_attach_type(b->skel->progs.dc_entry,
@@ -631,7 +629,7 @@ int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
 			/* asked for after all: it names the events; or an alias whose return
 			 * is safe to probe (an exported name of a local label's address) */
 			if (p->func->noret && !func->noret && p->returns == DC_RETURNS_NONE &&
-			    !p->fellback)
+			    !p->fellback && (b->session || func->returns == DC_RETURNS_HIJACK))
 				p->returns = DC_RETURNS_HIJACK;
 			p->hidden = 0;
 			p->func = func;
@@ -650,17 +648,24 @@ int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
 	 * left without them */
 	unsigned owner = b->nprobes + plan.nsites;
 	for (unsigned k = 0; k < plan.nsites; k++) {
-		int s = new_probe(b, layer, func, library, plan.sites[k], hidden);
+		uint64_t at = plan.sites[k] & ~DC_RETSITE_SHARED;
+		int s = new_probe(b, layer, func, library, at, hidden);
 		if (s < 0)
 			return -1;
 		b->probes[s].site_of = owner + 1;
-		b->probes[s].at = plan.sites[k];
+		b->probes[s].at = at;
+		b->probes[s].shared = !!(plan.sites[k] & DC_RETSITE_SHARED);
 		b->probes[s].returns = DC_RETURNS_INSN;
 		b->probes[s].go = plan.go;
 	}
 	int i = new_probe(b, layer, func, library, offset, hidden);
 	if (i < 0 || dc_index_add(&b->ix, h, i))
 		return -1;
+	if (plan.mode == DC_RETURNS_HIJACK && !b->session && !func->noret &&
+	    layer->mechanism == DC_MECH_UPROBE && strcmp(library, "[syscall]"))
+		fprintf(stderr, "datacrumbs: warning: %s: returns = \"hijack\" on a kernel "
+			"without session uprobes is a uretprobe: it rewrites the return address "
+			"of every call in EVERY process on the node, traced or not\n", func->name);
 	struct dc_probe *p = &b->probes[i];
 	p->returns = plan.mode;
 	p->fellback = plan.mode == DC_RETURNS_NONE && !func->noret &&
@@ -762,6 +767,8 @@ static uint64_t cookie_of(const struct dc_probe *p, unsigned idx)
 		more |= DC_COOKIE_NORET;
 	if (p->returns == DC_RETURNS_INSN && !entry_only(p)) /* a return site: its owner's */
 		more |= DC_COOKIE_INSN | (p->site_of ? DC_COOKIE_RETSITE : 0);
+	if (p->shared) /* a tail-called function's return site (bpf/datacrumbs.h) */
+		more &= ~DC_COOKIE_INSN;
 	if (p->site_of)
 		idx = p->site_of - 1;
 	if (p->catcher)

@@ -29,6 +29,8 @@ struct dc_probe {
 				2: one given up (a script probes __cxa_begin_catch itself) */
 	unsigned site_of;    /* a return site (a `ret` of a function): 1 + its probe's index;
 				0 for a function's entry */
+	int shared;          /* a return site in a function its owner tail-calls, which
+				others call too (core/retsite.h DC_RETSITE_SHARED) */
 	uint64_t at;         /* file offset the uprobe sits at: offset, a Go function's past
 				its stack check, or a return site's */
 	char why[96];        /* why `returns` is what it is (core/retsite.c) */

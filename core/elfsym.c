@@ -960,9 +960,7 @@ static int read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, Elf_Data *vers
 	return 0;
 }
 
-/* The separate debug file of e by its GNU build-id note (NT_GNU_BUILD_ID):
- * /usr/lib/debug/.build-id/ab/cdef....debug. Returns 0 with the path when it exists. */
-static int debug_file(Elf *e, char *out, size_t len)
+int dc_elf_debug_file(Elf *e, char *out, size_t len)
 {
 	Elf_Scn *scn = NULL;
 
@@ -1049,7 +1047,7 @@ struct dc_elf_syms *dc_elf_syms_open(const char *path, char *err, size_t errlen)
 	 * libc6-dbg for ld.so's internal functions). */
 	char dbgpath[PATH_MAX];
 	struct elf_file dbg;
-	if (!has_symtab && debug_file(f.e, dbgpath, sizeof(dbgpath)) == 0 &&
+	if (!has_symtab && dc_elf_debug_file(f.e, dbgpath, sizeof(dbgpath)) == 0 &&
 	    elf_file_open(&dbg, dbgpath, err, errlen) == 0) {
 		for (scn = NULL; (scn = elf_nextscn(dbg.e, scn));) {
 			GElf_Shdr sh;

@@ -17,6 +17,13 @@
 int dc_elf_find_library(const char *binary, const char *prefix, char *out, size_t outlen,
 			char *err, size_t errlen);
 
+struct Elf; /* libelf's */
+
+/* The separate debug file of ELF e found by its GNU build-id note (NT_GNU_BUILD_ID), as
+ * gdb and perf find it: /usr/lib/debug/.build-id/ab/cdef....debug (Debian's -dbg and
+ * -dbgsym packages). Returns 0 with its path in out when it is readable, else -1. */
+int dc_elf_debug_file(struct Elf *e, char *out, size_t len);
+
 /* Resolves `binary` as execvp(3) would (PATH search when it has no '/') to an absolute
  * path. Returns 0, or -1 with err ("CMD: not found" / "not executable"). */
 int dc_elf_which(const char *binary, char *out, size_t outlen, char *err, size_t errlen);

@@ -1,6 +1,7 @@
 /* retsite.c: chooses per function how its return is observed, and finds the return
  * instructions of a function in an ELF file by decoding its bytes with Zydis. */
 #include "retsite.h"
+#include "elfsym.h"
 #include "pinfile.h"
 #include "plancache.h"
 
@@ -28,6 +29,24 @@ int dc_returns_parse(const char *name)
 		if (name && !strcmp(name, names[i]))
 			return i;
 	return -1;
+}
+
+/* What AUTO is asked as where the kernel cannot confine a return hijack to the traced
+ * processes (dc_retsite_allow_hijack(0)): its own value, so that its plans are told apart
+ * from AUTO's in the prefetch and in the plan cache. */
+#define ASK_AUTO_NO_HIJACK 4
+
+static int hijack_ok = 1;
+
+void dc_retsite_allow_hijack(int ok)
+{
+	hijack_ok = ok;
+}
+
+/* The mode a plan is made and looked up by, for what the caller asked. */
+static int ask_of(int asked)
+{
+	return asked == DC_RETURNS_AUTO && !hijack_ok ? ASK_AUTO_NO_HIJACK : asked;
 }
 
 /* A function symbol: [value, value + size) in the file's address space. */
@@ -109,6 +128,32 @@ static int read_syms(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, size_t *cap)
 	return 0;
 }
 
+/* The .symtab of the separate debug file of stripped file e (core/elfsym.h
+ * dc_elf_debug_file), added to the cache's symbols: a stripped library's local functions
+ * (GCC's NAME.cold parts, the internal functions its exported ones tail-call) are named
+ * only there. Returns 0 (also when there is none), -1 out of memory. */
+static int debug_syms(Elf *e, size_t *cap)
+{
+	char path[4096];
+	if (dc_elf_debug_file(e, path, sizeof(path)))
+		return 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	Elf *d = elf_begin(fd, ELF_C_READ, NULL);
+	Elf_Scn *scn = NULL;
+	int r = 0;
+	while (d && !r && (scn = elf_nextscn(d, scn))) {
+		GElf_Shdr sh;
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
+			r = read_syms(d, scn, &sh, cap);
+	}
+	if (d)
+		elf_end(d);
+	close(fd);
+	return r;
+}
+
 /* The GNU build-id note of section scn (elf(5): namesz, descsz, type, "GNU\0", the id)
  * into cache.key. */
 static void build_id(Elf_Scn *scn)
@@ -157,7 +202,7 @@ static int cache_load(const char *path)
 			0, { 0 } };
 	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
 	size_t shstrndx, nph, cap = 0;
-	int r = -1;
+	int r = -1, has_symtab = 0;
 	if (!e || elf_kind(e) != ELF_K_ELF || elf_getshdrstrndx(e, &shstrndx) ||
 	    elf_getphdrnum(e, &nph))
 		goto out;
@@ -178,6 +223,7 @@ static int cache_load(const char *path)
 		if ((sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM) &&
 		    read_syms(e, scn, &sh, &cap))
 			goto out;
+		has_symtab |= sh.sh_type == SHT_SYMTAB;
 		/* DT_NEEDED libstdc++ (or libstdc++ itself): C++. Not .gcc_except_table:
 		 * glibc has one (its cancellation cleanups), and C has tail calls */
 		if (sh.sh_type == SHT_NOTE && sn && !strcmp(sn, ".note.gnu.build-id"))
@@ -195,6 +241,8 @@ static int cache_load(const char *path)
 			}
 		}
 	}
+	if (!has_symtab && debug_syms(e, &cap))
+		goto out;
 	if (cache.nsyms)
 		qsort(cache.syms, cache.nsyms, sizeof(*cache.syms), sym_by_value);
 	cache.ok = 1;
@@ -254,14 +302,39 @@ static const struct fsym *sym_at(uint64_t a, int exact)
 }
 
 /* Is s the GCC-split cold part of function `name` ("name.cold", "name.cold.N")? */
-static int is_cold_part(const struct fsym *s, const char *name)
+static int is_cold_of(const struct fsym *s, const char *name)
 {
 	size_t n = strlen(name);
 	return !strncmp(s->name, name, n) && !strncmp(s->name + n, ".cold", 5) &&
 	       (s->name[n + 5] == 0 || s->name[n + 5] == '.');
 }
 
-#define MAX_PARTS 4
+/* Is s the cold part of function fn, under any of fn's names (glibc's fwrite is also
+ * _IO_fwrite, and its cold part __GI__IO_fwrite.cold)? */
+static int is_cold_part(const struct fsym *s, const struct fsym *fn)
+{
+	size_t lo = 0, hi = cache.nsyms;
+	while (lo < hi) { /* the first symbol at fn's address */
+		size_t mid = (lo + hi) / 2;
+		if (cache.syms[mid].value < fn->value)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < cache.nsyms && cache.syms[i].value == fn->value; i++) {
+		const char *nm = cache.syms[i].name;
+		if (is_cold_of(s, nm) || (!strncmp(nm, "__GI_", 5) && is_cold_of(s, nm + 5)))
+			return 1;
+		char gi[256]; /* glibc's internal alias of an exported name */
+		if (snprintf(gi, sizeof(gi), "__GI_%s", nm) < (int)sizeof(gi) && is_cold_of(s, gi))
+			return 1;
+	}
+	return 0;
+}
+
+/* A function's parts: itself, its cold parts, and the functions it tail-calls (their
+ * `ret`s return for it too) */
+#define MAX_PARTS 8
 
 /* One decoded instruction of the linear sweep: where it is, and how control leaves it. */
 struct dinsn {
@@ -366,6 +439,7 @@ static int go_guard(const ZydisDecoder *d, const uint8_t *code, size_t left,
 static int scan(const struct fsym *fn, struct dc_retplan *p)
 {
 	const struct fsym *parts[MAX_PARTS] = { fn };
+	uint8_t is_cold[MAX_PARTS] = { 0 }, shared[MAX_PARTS] = { 0 };
 	int nparts = 1, r = -1;
 	const ZydisDecoder *dec = decoder();
 	if (!dec) {
@@ -472,7 +546,17 @@ static int scan(const struct fsym *fn, struct dc_retplan *p)
 				continue;
 			}
 			const struct fsym *ts = sym_at(t, 0);
-			if (ts && is_cold_part(ts, fn->name) && nparts < MAX_PARTS) {
+			int cold = -1; /* the part ts is a cold part of */
+			for (int j = 0; ts && j < nparts && cold < 0; j++)
+				if (!is_cold[j] && is_cold_part(ts, parts[j]))
+					cold = j;
+			/* a jump to another function's first instruction: a tail call, whose
+			 * `ret`s return for this function too (sites shared with its other
+			 * callers: core/retsite.h DC_RETSITE_SHARED) */
+			int tail = ts && cold < 0 && ts->value == t;
+			if ((cold >= 0 || tail) && nparts < MAX_PARTS) {
+				is_cold[nparts] = cold >= 0;
+				shared[nparts] = tail || shared[cold];
 				parts[nparts++] = ts; /* decoded in its turn */
 				di->target = t;
 				continue;
@@ -510,7 +594,7 @@ static int scan(const struct fsym *fn, struct dc_retplan *p)
 				 DC_RETSITE_MAX);
 			goto out;
 		}
-		p->sites[p->nsites++] = (uint64_t)so;
+		p->sites[p->nsites++] = (uint64_t)so | (shared[v[i].part] ? DC_RETSITE_SHARED : 0);
 	}
 	if (!p->nsites) {
 		snprintf(p->why, sizeof(p->why), "no return instruction");
@@ -532,7 +616,7 @@ static void plan_loaded(int readable, const char *name, uint64_t offset, int ask
 	out->entry = offset;
 	out->go = readable && cache.go;
 	int mode = asked;
-	if (mode == DC_RETURNS_AUTO) {
+	if (mode == DC_RETURNS_AUTO || mode == ASK_AUTO_NO_HIJACK) {
 		if (noret) {
 			mode = DC_RETURNS_NONE;
 			snprintf(out->why, sizeof(out->why), "setjmp/longjmp, noreturn or start-up "
@@ -547,6 +631,9 @@ static void plan_loaded(int readable, const char *name, uint64_t offset, int ask
 		} else if (!strncmp(name, "_Z", 2) || (by_file && readable && cache.cxx)) {
 			mode = DC_RETURNS_INSN;
 			snprintf(out->why, sizeof(out->why), "C++");
+		} else if (asked == ASK_AUTO_NO_HIJACK) {
+			mode = DC_RETURNS_INSN;
+			snprintf(out->why, sizeof(out->why), "C, no session uprobes");
 		} else {
 			mode = DC_RETURNS_HIJACK;
 			snprintf(out->why, sizeof(out->why), "C");
@@ -568,7 +655,7 @@ static void plan_loaded(int readable, const char *name, uint64_t offset, int ask
 		out->mode = DC_RETURNS_NONE;
 		out->nsites = 0;
 		out->entry = offset;
-	} else if (asked == DC_RETURNS_AUTO && out->go) {
+	} else if (asked != DC_RETURNS_INSN && out->go) {
 		out->mode = DC_RETURNS_NONE; /* the entry stays past the stack check */
 		out->nsites = 0;
 		snprintf(out->why, sizeof(out->why), "Go: goroutines share threads, returns "
@@ -722,6 +809,8 @@ void dc_retsite_prefetch(const char *file, const struct dc_retsite_req *reqs, si
 	for (size_t i = 0; i < n; i++)
 		pf.v[i].q = reqs[i];
 	pf.n = n;
+	for (size_t i = 0; i < n; i++)
+		pf.v[i].q.asked = ask_of(pf.v[i].q.asked);
 	qsort(pf.v, pf.n, sizeof(*pf.v), pre_by_offset);
 	size_t hits = pf.readable ? from_cache() : 0;
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -777,6 +866,7 @@ static const struct pre *prefetched(const char *file, const char *name, uint64_t
 int dc_retsite_plan(const char *file, const char *name, uint64_t offset, int asked, int noret,
 		    int by_file, struct dc_retplan *out)
 {
+	asked = ask_of(asked);
 	const struct pre *e = prefetched(file, name, offset, asked, noret, by_file);
 	if (e) {
 		memset(out, 0, sizeof(*out));

@@ -20,13 +20,20 @@ enum dc_returns {
 /* The return sites one function may have; a function with more is probed entry-only. */
 #define DC_RETSITE_MAX 64
 
+/* Set in a return site's offset (struct dc_retplan sites[]) when the `ret` is another
+ * function's, one this function tail-calls: the `ret` returns for both, and for that
+ * function's other callers too, so a hit that pairs with no frame of this function is
+ * not an unpaired return (bpf/datacrumbs.h "Return instructions"). */
+#define DC_RETSITE_SHARED (1ULL << 63)
+
 /* What dc_retsite_plan decided for one function. */
 struct dc_retplan {
 	int mode;           /* DC_RETURNS_HIJACK, _INSN or _NONE (never _AUTO) */
 	int go;             /* the file is a Go binary: its stacks move (dc_pinfo.moves) */
 	uint64_t entry;     /* file offset for the entry probe (a Go function's: after its
 			       stack-growth check, so a stack copy does not enter twice) */
-	unsigned nsites;    /* file offsets of its return instructions (mode _INSN) */
+	unsigned nsites;    /* file offsets of its return instructions (mode _INSN), each
+			       with DC_RETSITE_SHARED when it is a tail-called function's */
 	uint64_t sites[DC_RETSITE_MAX];
 	char why[200];      /* the reason for the mode: "C++", "Go binary", or why return
 			       instructions could not be used (then mode is _NONE) */
@@ -53,6 +60,14 @@ int dc_returns_parse(const char *name);
  * sections. Returns 0; -1 when the file cannot be read (then out is HIJACK, why says so). */
 int dc_retsite_plan(const char *file, const char *name, uint64_t offset, int asked, int noret,
 		    int by_file, struct dc_retplan *out);
+
+/* Whether AUTO may choose HIJACK for a C function (1, the default), or must plan it at its
+ * return instructions as it does C++ (0). The loader says 0 where the kernel has no
+ * session uprobes: there the hijack would be a uretprobe, which rewrites the return
+ * address in every process that calls the function, traced or not (docs/features.md).
+ * A function INSN cannot serve is then entry-only, never hijacked; only `returns =
+ * "hijack"`, asked by name, still is. Set before the plans are made. */
+void dc_retsite_allow_hijack(int ok);
 
 /* One function dc_retsite_prefetch plans: the arguments dc_retsite_plan will be given. */
 struct dc_retsite_req {

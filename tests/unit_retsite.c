@@ -59,8 +59,24 @@ int main(int argc, char **argv)
 	     "instruction", 0, NULL, NULL);
 	want("rs_indirect", DC_RETURNS_INSN, DC_RETURNS_NONE, "an indirect jump at "
 	     "rs_indirect+0x2 (a tail call or a jump table)", 0, NULL, NULL);
-	want("rs_tail", DC_RETURNS_INSN, DC_RETURNS_NONE, "a jump out of the function at "
-	     "rs_tail+0x1 (a tail call to rs_one)", 0, NULL, NULL);
+	/* a tail call: the callee's `ret` returns for rs_tail too, a site shared with the
+	 * callee's other callers */
+	struct dc_retplan t;
+	CHECK(dc_retsite_plan(fixture, "rs_tail", off("rs_tail"), DC_RETURNS_INSN, 0, 1, &t) == 0 &&
+	      t.mode == DC_RETURNS_INSN && t.nsites == 1 &&
+	      t.sites[0] == ((off("rs_one") + 2) | DC_RETSITE_SHARED),
+	      "rs_tail: %s, %u sites, the first 0x%llx, want rs_one's ret, shared (%s)",
+	      dc_returns_name(t.mode), t.nsites, (unsigned long long)t.sites[0], t.why);
+	want("rs_tail_indirect", DC_RETURNS_INSN, DC_RETURNS_NONE, "an indirect jump at "
+	     "rs_indirect+0x2 (a tail call or a jump table)", 0, NULL, NULL);
+	/* without session uprobes, auto never hijacks a C function's return: it is seen at
+	 * the return instructions (core/retsite.h dc_retsite_allow_hijack) */
+	dc_retsite_allow_hijack(0);
+	want("rs_one", DC_RETURNS_AUTO, DC_RETURNS_INSN, "C, no session uprobes", 1, NULL, one);
+	want("rs_tail_indirect", DC_RETURNS_AUTO, DC_RETURNS_NONE, "an indirect jump", 0, NULL,
+	     NULL);
+	want("rs_one", DC_RETURNS_HIJACK, DC_RETURNS_HIJACK, "asked", 0, NULL, NULL);
+	dc_retsite_allow_hijack(1);
 	want("rs_noret", DC_RETURNS_INSN, DC_RETURNS_NONE, "no return instruction", 0, NULL,
 	     NULL);
 	/* never a uprobe on a byte that is not a reached instruction's first: it would

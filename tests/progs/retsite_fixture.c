@@ -30,6 +30,11 @@ __asm__(
 	"	nop\n"
 	"	jmp rs_one\n"
 	".size rs_tail, .-rs_tail\n"
+	/* a tail call to a function that leaves by an indirect jump */
+	".globl rs_tail_indirect\n.type rs_tail_indirect,@function\nrs_tail_indirect:\n"
+	"	nop\n"
+	"	jmp rs_indirect\n"
+	".size rs_tail_indirect, .-rs_tail_indirect\n"
 	/* no return instruction */
 	".globl rs_noret\n.type rs_noret,@function\nrs_noret:\n"
 	"	nop\n"
