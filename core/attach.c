@@ -839,7 +839,7 @@ static int open_pinned(const char *lib)
 static unsigned skip_evex(struct dc_bpf *b, unsigned from, unsigned to, unsigned char *bad)
 {
 	const char *names[5];
-	unsigned n = 0;
+	unsigned n = 0, nfuncs = 0;
 	const char *open_lib = NULL; /* each library opened once, not once per probe */
 	int fd = -1;
 	for (unsigned i = from; i < to; i++) {
@@ -852,6 +852,7 @@ static unsigned skip_evex(struct dc_bpf *b, unsigned from, unsigned to, unsigned
 		/* a return site is a near `ret` core/retsite.c decoded (0xc3 or 0xc2, after a
 		 * rep or bnd prefix at most): never EVEX, no read */
 		bad[i - from] = !b->probes[i].site_of && evex_first(fd, b->probes[i].at);
+		nfuncs += !b->probes[i].site_of && !b->probes[i].catcher;
 		if (bad[i - from] && n < 5)
 			names[n] = b->probes[i].func->name;
 		n += bad[i - from];
@@ -866,7 +867,7 @@ static unsigned skip_evex(struct dc_bpf *b, unsigned from, unsigned to, unsigned
 		fprintf(stderr, "datacrumbs: warning: %s: %u of %u functions start with an "
 			"AVX-512 (EVEX) instruction and are skipped (a uprobe there corrupts the "
 			"instruction's result in every process): %s%s\n", b->probes[from].library,
-			n, to - from, list, n > 5 ? ", ..." : "");
+			n, nfuncs, list, n > 5 ? ", ..." : "");
 	}
 	return n;
 }

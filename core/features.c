@@ -1224,7 +1224,8 @@ static const char features_help[] =
 "  attach_cookie   bpf_get_attach_cookie in a uprobe program (kernel >= 5.15)\n"
 "  uprobe_multi    one link for many uprobes (kernel >= 6.6)\n"
 "  uprobe_session  session uprobes: one program at entry and, only in traced processes,\n"
-"                  at return (kernel >= 6.13); without them return probes are uretprobes\n"
+"                  at return (kernel >= 6.13); without them returns are seen at the\n"
+"                  functions' return instructions (never a uretprobe unless asked)\n"
 "  tracepoint      perf_event tracepoint syscalls:sys_enter_openat (needs tracefs)\n"
 "  raw_tracepoint  raw tracepoint sys_enter\n"
 "  tp_btf          BTF-typed raw tracepoint sched_process_exit\n"
@@ -1310,11 +1311,12 @@ static const char *return_probes(const struct dc_features *f, const char **what)
 		*what = "not checked: needs root";
 		return "unknown";
 	}
-	*what = "FALLBACK, no session uprobes (kernel < 6.13, or DATACRUMBS_NO_UPROBE_SESSION): a uretprobe rewrites the return "
-		"address of every call of a probed function in EVERY process on the node, traced "
-		"or not; code that does not return normally through it (longjmp, C++ exceptions, "
-		"Go stacks) can crash there (SIGILL \"failed to handle uretprobe\")";
-	return "uretprobe";
+	*what = "no session uprobes (kernel < 6.13, or DATACRUMBS_NO_UPROBE_SESSION): returns "
+		"are seen by plain uprobes on each probed function's return instructions, also "
+		"in processes not traced (a trap each, as at the entry; no return address is "
+		"rewritten); a function whose returns cannot be found so is entry-only, and a "
+		"uretprobe is used only where a script asks for returns = \"hijack\"";
+	return "instructions";
 }
 
 static const char not_root_msg[] =

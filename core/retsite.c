@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <Zydis/Zydis.h>
+#include <elfutils/libdw.h>
 
 static const char *const names[] = { "auto", "hijack", "instructions", "none" };
 
@@ -62,6 +63,13 @@ struct seg {
 
 /* What is known of one file; the last file asked about is kept (the loader asks about
  * one library's functions in a row). */
+/* A GOT slot a relocation fills with a function's address (R_X86_64_JUMP_SLOT of a PLT
+ * stub, R_X86_64_GLOB_DAT of a .plt.got one): the function's name, in the ELF's data. */
+struct slot {
+	uint64_t got;
+	const char *name;
+};
+
 static struct {
 	char path[4096];
 	dev_t dev;
@@ -75,16 +83,47 @@ static struct {
 	struct seg segs[16];
 	int nsegs;
 	int fd;             /* the file, open while it is the cached one (-1 or 0: none) */
+	Elf *elf;           /* fd's ELF, kept for cfi */
+	Dwarf_CFI *cfi;     /* its .eh_frame (libdw), NULL when it has none */
+	struct slot *slots; /* its GOT slots that name a function (plt_target), by address */
+	size_t nslots;
 } cache;
+
+/* libdw caches the FDEs it has read inside cfi: the planning threads take turns */
+static pthread_mutex_t cfi_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void cache_clear(void)
 {
 	for (size_t i = 0; i < cache.nsyms; i++)
 		free(cache.syms[i].name);
 	free(cache.syms);
+	free(cache.slots);
+	if (cache.cfi)
+		dwarf_cfi_end(cache.cfi);
+	if (cache.elf)
+		elf_end(cache.elf);
 	if (cache.fd > 0)
 		close(cache.fd);
 	memset(&cache, 0, sizeof(cache));
+}
+
+/* The code part that starts at address a and no symbol names, by the call frame
+ * information (.eh_frame, every part of every function GCC emits has its FDE): a
+ * stripped library's NAME.cold part, or a local function it tail-calls. Fills *part
+ * ([a, end), named `unnamed`) and returns 1; 0 when no FDE starts at a. */
+static int cfi_part(uint64_t a, struct fsym *part)
+{
+	Dwarf_Frame *fr = NULL;
+	Dwarf_Addr start = 0, end = 0;
+	pthread_mutex_lock(&cfi_lock);
+	if (cache.cfi && dwarf_cfi_addrframe(cache.cfi, a, &fr) == 0 && fr)
+		dwarf_frame_info(fr, &start, &end, NULL);
+	pthread_mutex_unlock(&cfi_lock);
+	free(fr);
+	if (start != a || end <= a)
+		return 0;
+	*part = (struct fsym){ a, end - a, "an unnamed part" };
+	return 1;
 }
 
 static int sym_by_value(const void *a, const void *b)
@@ -124,6 +163,42 @@ static int read_syms(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, size_t *cap)
 		f->value = s.st_value;
 		f->size = s.st_size;
 		cache.nsyms++;
+	}
+	return 0;
+}
+
+static int slot_by_got(const void *a, const void *b)
+{
+	const struct slot *x = a, *y = b;
+	return x->got < y->got ? -1 : x->got > y->got;
+}
+
+/* Adds the GOT slots of relocation section scn that hold a named symbol's address
+ * (elf(5), the x86-64 psABI's R_X86_64_JUMP_SLOT 7 and R_X86_64_GLOB_DAT 6). Returns 0,
+ * -1 out of memory. */
+static int read_slots(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	Elf_Scn *symscn = elf_getscn(e, sh->sh_link);
+	GElf_Shdr ssh;
+	Elf_Data *sd = symscn ? elf_getdata(symscn, NULL) : NULL;
+	if (!d || !sd || !sh->sh_entsize || !gelf_getshdr(symscn, &ssh))
+		return 0;
+	size_t n = sh->sh_size / sh->sh_entsize;
+	struct slot *v = realloc(cache.slots, (cache.nslots + n) * sizeof(*v));
+	if (!v)
+		return -1;
+	cache.slots = v;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Rela r;
+		GElf_Sym sym;
+		int type = gelf_getrela(d, (int)i, &r) ? (int)GELF_R_TYPE(r.r_info) : -1;
+		if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) ||
+		    !gelf_getsym(sd, (int)GELF_R_SYM(r.r_info), &sym))
+			continue;
+		const char *nm = elf_strptr(e, ssh.sh_link, sym.st_name);
+		if (nm && *nm)
+			cache.slots[cache.nslots++] = (struct slot){ r.r_offset, nm };
 	}
 	return 0;
 }
@@ -201,6 +276,7 @@ static int cache_load(const char *path)
 			(uint64_t)fst.st_ctim.tv_sec * 1000000000ULL + (uint64_t)fst.st_ctim.tv_nsec,
 			0, { 0 } };
 	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+	cache.elf = e;
 	size_t shstrndx, nph, cap = 0;
 	int r = -1, has_symtab = 0;
 	if (!e || elf_kind(e) != ELF_K_ELF || elf_getshdrstrndx(e, &shstrndx) ||
@@ -228,6 +304,8 @@ static int cache_load(const char *path)
 		 * glibc has one (its cancellation cleanups), and C has tail calls */
 		if (sh.sh_type == SHT_NOTE && sn && !strcmp(sn, ".note.gnu.build-id"))
 			build_id(scn);
+		if (sh.sh_type == SHT_RELA && read_slots(e, scn, &sh))
+			goto out;
 		if (sh.sh_type == SHT_DYNAMIC) {
 			Elf_Data *d = elf_getdata(scn, NULL);
 			for (size_t k = 0; d && sh.sh_entsize && k < sh.sh_size / sh.sh_entsize; k++) {
@@ -245,15 +323,21 @@ static int cache_load(const char *path)
 		goto out;
 	if (cache.nsyms)
 		qsort(cache.syms, cache.nsyms, sizeof(*cache.syms), sym_by_value);
+	if (cache.nslots)
+		qsort(cache.slots, cache.nslots, sizeof(*cache.slots), slot_by_got);
 	cache.ok = 1;
 	r = 0;
 out:
-	if (e)
-		elf_end(e);
-	if (r == 0)
+	if (r == 0) {
 		cache.fd = fd; /* kept for scan(): one open per file, not one per function */
-	else
+		/* the call frame information, for the parts no symbol names (cfi_part) */
+		cache.cfi = e ? dwarf_getcfi_elf(e) : NULL;
+	} else {
+		if (e)
+			elf_end(e);
+		cache.elf = NULL;
 		close(fd);
+	}
 	return r;
 }
 
@@ -432,6 +516,49 @@ static int go_guard(const ZydisDecoder *d, const uint8_t *code, size_t left,
 	       ops[1].mem.base == ZYDIS_REGISTER_R14 && ops[1].mem.disp.value == 16;
 }
 
+/* The function of this file that a PLT stub at address a jumps to (`endbr64`, then `jmp
+ * [rip+disp]` through a GOT slot a relocation names): a tail call through the PLT to
+ * one of the file's own exported functions. NULL for any other stub or bytes. */
+static const struct fsym *plt_target(const ZydisDecoder *dec, uint64_t a)
+{
+	uint8_t code[32];
+	int64_t o = addr_off(a);
+	if (o < 0 || pread(cache.fd, code, sizeof(code), o) != (ssize_t)sizeof(code))
+		return NULL;
+	ZydisDecoderContext ctx;
+	ZydisDecodedInstruction in;
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	size_t at = 0;
+	for (int k = 0; k < 2; k++) {
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(dec, &ctx, code + at,
+								sizeof(code) - at, &in)))
+			return NULL;
+		if (in.mnemonic != ZYDIS_MNEMONIC_ENDBR64)
+			break;
+		at += in.length;
+	}
+	ZyanU64 got;
+	if (in.mnemonic != ZYDIS_MNEMONIC_JMP ||
+	    !ZYAN_SUCCESS(ZydisDecoderDecodeOperands(dec, &ctx, &in, ops, 1)) ||
+	    ops[0].type != ZYDIS_OPERAND_TYPE_MEMORY || ops[0].mem.base != ZYDIS_REGISTER_RIP ||
+	    !ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&in, &ops[0], a + at, &got)))
+		return NULL;
+	size_t lo = 0, hi = cache.nslots;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (cache.slots[mid].got < got)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == cache.nslots || cache.slots[lo].got != got)
+		return NULL;
+	for (size_t i = 0; i < cache.nsyms; i++)
+		if (cache.syms[i].size && !strcmp(cache.syms[i].name, cache.slots[lo].name))
+			return &cache.syms[i];
+	return NULL;
+}
+
 /* Decodes the parts of function fn and lists its returns in p. Returns 0, or -1 with
  * p->why. Long on purpose: one linear sweep over each part, one case per way control
  * leaves an instruction (each with its reason for the user), then the walk from the
@@ -440,6 +567,7 @@ static int scan(const struct fsym *fn, struct dc_retplan *p)
 {
 	const struct fsym *parts[MAX_PARTS] = { fn };
 	uint8_t is_cold[MAX_PARTS] = { 0 }, shared[MAX_PARTS] = { 0 };
+	struct fsym anon[MAX_PARTS]; /* parts no symbol names (cfi_part) */
 	int nparts = 1, r = -1;
 	const ZydisDecoder *dec = decoder();
 	if (!dec) {
@@ -554,6 +682,23 @@ static int scan(const struct fsym *fn, struct dc_retplan *p)
 			 * `ret`s return for this function too (sites shared with its other
 			 * callers: core/retsite.h DC_RETSITE_SHARED) */
 			int tail = ts && cold < 0 && ts->value == t;
+			/* no symbol: a part the call frame information bounds, cold part or
+			 * local function (shared: which one is not known); or a PLT stub of
+			 * one of this file's own functions */
+			if (!ts && nparts < MAX_PARTS && cfi_part(t, &anon[nparts])) {
+				ts = &anon[nparts];
+				tail = 1;
+			} else if (!ts && (ts = plt_target(dec, t))) {
+				t = ts->value;
+				tail = 1;
+				int in = 0;
+				for (int j = 0; j < nparts; j++)
+					in |= parts[j] == ts;
+				if (in) { /* tail-called twice */
+					di->target = t;
+					continue;
+				}
+			}
 			if ((cold >= 0 || tail) && nparts < MAX_PARTS) {
 				is_cold[nparts] = cold >= 0;
 				shared[nparts] = tail || shared[cold];

@@ -69,6 +69,20 @@ def run_dc(args, timeout=300, **kw):
                           timeout=timeout, **kw)
 
 
+def mechanisms():
+    """`datacrumbs features --json`'s mechanisms: what this kernel lets datacrumbs use (the
+    tests run on older kernels too: tests/test_kernels.py)."""
+    r = subprocess.run([DATACRUMBS, "features", "--json"], capture_output=True, text=True,
+                       check=True, stdin=subprocess.DEVNULL)
+    m = json.loads(r.stdout)["mechanisms"]
+    # as `datacrumbs run` uses them: these variables turn them off for tests
+    for var, name in (("DATACRUMBS_NO_UPROBE_SESSION", "uprobe_session"),
+                      ("DATACRUMBS_NO_UPROBE_MULTI", "uprobe_multi")):
+        if os.environ.get(var):
+            m[name]["ok"] = False
+    return m
+
+
 def check_pfw(path, partial=False):
     """Validates a trace with scripts/pfw_validate.py (one assertion), and with the contract's
     check_pfw.py too where it exists (another); says SKIP once, loudly, where it does not.

@@ -110,7 +110,7 @@ if j:
     equal(j.get("return_probes", {}).get("mechanism"), "session",
           "return probes are session uprobes here (kernel 6.18)")
 
-# --- 1a. without session uprobes (forced): the fallback and its risk are said -------------
+# --- 1a. without session uprobes (forced): the fallback and its cost are said -------------
 r = subprocess.run([DC, "features", "--json"], capture_output=True, text=True,
                    stdin=subprocess.DEVNULL, timeout=120,
                    env=dict(os.environ, DATACRUMBS_NO_UPROBE_SESSION="1"))
@@ -119,9 +119,10 @@ try:
 except (ValueError, KeyError) as e:
     rp = {}
     check(False, "DATACRUMBS_NO_UPROBE_SESSION: bad JSON (%s): %r" % (e, r.stdout))
-equal(rp.get("mechanism"), "uretprobe", "forced fallback: return probes are uretprobes")
-check("EVERY process" in rp.get("means", "") and "SIGILL" in rp.get("means", ""),
-      "the fallback's risk is said: %r" % rp)
+equal(rp.get("mechanism"), "instructions",
+      "forced fallback: returns at return instructions, never a uretprobe")
+check("no return address is rewritten" in rp.get("means", "") and
+      'returns = "hijack"' in rp.get("means", ""), "the fallback and its cost are said: %r" % rp)
 
 # --- 1b. tracefs unmounted / mounted, in a private mount namespace (the machine's own
 # mounts are left alone) -------------------------------------------------------------------

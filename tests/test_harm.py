@@ -11,7 +11,8 @@ tree, must behave exactly as untraced:
      (its return seen at its return instructions), the traced Go program's one call;
   2. while io_posix.lua runs, no uretprobe exists: datacrumbs holds no perf_event link,
      and every uprobe_multi link it holds runs dc_session (a program the kernel links
-     only with the session attach type); and no uprobe sits on libc's system-call
+     only with the session attach type), or, on a kernel without session uprobes, no
+     link runs dc_return (the uretprobe program); and no uprobe sits on libc's system-call
      wrappers (read, write, open, ...): the syscall tracepoints serve them;
   3. functions="*" on libc.so.6: attaches with the warning naming what was skipped, and
      `ls -l /usr/bin` under it prints exactly what it prints untraced; functions whose
@@ -36,6 +37,8 @@ GO = os.environ.get("PROG_GO", "")
 if not GO:
     print("SKIP: golang-go is not installed (scripts/setup.sh installs it): the Go "
           "programs of test_harm NOT TESTED", flush=True)
+# what this kernel has (tests/test_kernels.py runs this test on older ones too)
+MECH = dctest.mechanisms()
 BAD = re.compile(r"failed to handle uretprobe|leaking uprobe|SIGILL")
 BASH_LOOP = ('t=0; f=0; for i in $(seq 10000); do '
              'if [ $((i % 2)) = 0 ]; then [ a = a ]; s=$?; [ "$s" = 0 ] && t=$((t+1)); '
@@ -110,10 +113,21 @@ def traced(label, script, cmd, env=None, inspect=None):
 def no_uretprobe(pid):
     links = links_of(pid)
     kinds = sorted({k for k, _ in links})
-    check("perf_event" not in kinds, "io_posix: no perf_event (uprobe/uretprobe) link: %r"
-          % kinds)
-    multi = sorted({prog_name(i) for k, i in links if k == "uprobe_multi"})
-    equal(multi, ["dc_session"], "io_posix: every uprobe_multi link runs dc_session")
+    if MECH["uprobe_session"]["ok"]:
+        check("perf_event" not in kinds, "io_posix: no perf_event (uprobe/uretprobe) link: %r"
+              % kinds)
+        multi = sorted({prog_name(i) for k, i in links if k == "uprobe_multi"})
+        equal(multi, ["dc_session"], "io_posix: every uprobe_multi link runs dc_session")
+    else:
+        # no session uprobes: plain uprobes, returns seen at return instructions; the
+        # uretprobe program is linked nowhere
+        progs = sorted({prog_name(i) for k, i in links if k in ("uprobe_multi", "perf_event")})
+        check(progs and "dc_return" not in progs,
+              "io_posix: no link runs dc_return, the uretprobe program: %r" % progs)
+    if not MECH["uprobe_multi"]["ok"]:
+        print("NOTE: no uprobe_multi links on this kernel: the uprobes' file offsets are not "
+              "in fdinfo, not checked", flush=True)
+        return
     # the POSIX layer's system-call wrappers are served by the syscall tracepoints: no
     # uprobe on any of them; in libc only what is no system call (opendir, fdopendir,
     # readdir = readdir64, closedir), in ld.so none (its mmap and munmap are system calls
@@ -123,7 +137,10 @@ def no_uretprobe(pid):
     equal(len(libc), 1, "io_posix: one uprobe_multi link on libc: %r" % sorted(probed))
     if libc:
         want = {sym_offset(libc[0], f) for f in ("opendir", "fdopendir", "readdir", "closedir")}
-        equal(sorted(probed[libc[0]]), sorted(want), "io_posix: the uprobes on libc")
+        if MECH["uprobe_session"]["ok"]:
+            equal(sorted(probed[libc[0]]), sorted(want), "io_posix: the uprobes on libc")
+        else:  # and their return instructions
+            equal(sorted(want - set(probed[libc[0]])), [], "io_posix: the uprobes on libc")
         wrappers = {sym_offset(libc[0], f) for f in ("read", "write", "open", "openat", "close",
                                                      "pread64", "pwrite64", "lseek", "fstat",
                                                      "stat", "fstatat", "fsync", "__open_nocancel",
@@ -245,6 +262,10 @@ check(re.search(r"libc\.so\.6: 1 of 3 functions start with an AVX-512 \(EVEX\) i
       "named AVX-512 memset: skipped with the reason: %r" % r.stderr)
 named, _, _ = dctest.read_trace(os.path.join(d, "named.pfw.gz"))
 nj = [e for e in named if e.get("cat") == "LIBC"]
+if not MECH["uprobe_session"]["ok"]:
+    # returns at return instructions: _setjmp tail-calls __sigsetjmp, whose entry at the
+    # same rsp takes _setjmp's frame for a dead one (a known limit, docs/features.md)
+    nj = [e for e in nj if e["name"] != "_setjmp"]
 check(nj and all("ret" in e["args"] and "entry_only" not in e["args"] for e in nj),
       "named setjmp: events with ret (%d)" % len(nj))
 

@@ -1,5 +1,7 @@
 """test_vfs.py: the VFS layer (io_vfs.lua). On a kernel that allows fentry or kprobes, dd's
-vfs_write calls are traced exactly; on one that allows neither (this VM: ftrace locked
+vfs_read, vfs_write and vfs_open calls are traced exactly under their system calls, with
+each mechanism the kernel allows (DATACRUMBS_NO_FENTRY forces kprobes where both are;
+tests/test_kernels.py runs this on Debian's 6.1 and 6.12); on one that allows neither (this VM: ftrace locked
 down, CONFIG_KPROBES off), the run stops before the command starts with one line that
 names both reasons and points at io_syscalls.lua. `datacrumbs features --json` says which
 case this kernel is; unit_kmech covers the per-function choice itself."""
@@ -38,16 +40,43 @@ if not fentry["ok"] and not kprobe["ok"]:
     check(not os.path.exists(marker), "the command did not start")
     equal(os.listdir(d), [], "no trace file")
 else:
-    r = dctest.run_dc(["run", "-o", d, "io_vfs.lua", "--", "dd", "if=/dev/zero", "of=" + out,
-                       "bs=64k", "count=100", "status=none"])
-    equal(r.returncode, 0, "dd under io_vfs.lua (stderr %s)" % r.stderr)
-    t = dctest.find_trace(d)
-    dctest.check_pfw(t)
-    events, _, _ = dctest.read_trace(t)
-    w = [e for e in dctest.calls(events, "VFS") if e["name"] == "vfs_write" and e["path"] == out]
-    equal([(e["args"]["count"], e["args"]["ret"]) for e in w], [(65536, 65536)] * 100,
-          "dd's vfs_write calls on out")
-    sysw = {(e["pid"], e["id"]) for e in dctest.calls(events, "SYSCALL") if e["name"] == "sys_write"}
-    check(all((e["pid"], e["args"]["p_idx"]) in sysw for e in w), "vfs_write nests under sys_write")
+    def dd_under_vfs(label, env_extra):
+        """dd of 100 x 64 KiB from a file of the test's own under io_vfs.lua: each read,
+        write and open at the VFS layer, exact, under the system call that made it."""
+        dd = dctest.workdir("vfs_" + label)
+        src, dst = os.path.join(dd, "src"), os.path.join(dd, "dst")
+        with open(src, "wb") as f:
+            f.write(b"x" * (100 * 65536))
+        r = dctest.run_dc(["run", "-o", dd, "io_vfs.lua", "--", "dd", "if=" + src,
+                           "of=" + dst, "bs=64k", "count=100", "status=none"],
+                          env=dict(os.environ, **env_extra))
+        equal(r.returncode, 0, "%s: dd under io_vfs.lua (stderr %s)" % (label, r.stderr))
+        t = dctest.find_trace(dd)
+        dctest.check_pfw(t)
+        events, _, _ = dctest.read_trace(t)
+        vfs = dctest.calls(events, "VFS")
+        sysc = {(e["pid"], e["id"]): e for e in dctest.calls(events, "SYSCALL")}
+        for name, path, sysname in (("vfs_write", dst, "sys_write"),
+                                    ("vfs_read", src, "sys_read")):
+            got = [e for e in vfs if e["name"] == name and e["path"] == path]
+            equal([(e["args"]["count"], e["args"]["ret"]) for e in got], [(65536, 65536)] * 100,
+                  "%s: dd's %s calls on %s" % (label, name, os.path.basename(path)))
+            equal({sysc.get((e["pid"], e["args"]["p_idx"]), {}).get("name") for e in got},
+                  {sysname}, "%s: each %s nests under a %s" % (label, name, sysname))
+        opens = [e for e in vfs if e["name"] == "vfs_open" and e["path"] in (src, dst)]
+        equal(sorted(e["path"] for e in opens), sorted([src, dst]),
+              "%s: one vfs_open of each file" % label)
+        equal({sysc.get((e["pid"], e["args"]["p_idx"]), {}).get("name") for e in opens},
+              {"sys_openat"}, "%s: vfs_open nests under sys_openat" % label)
+        return r.stderr
+
+    mechs = [m for m in ("fentry", "kprobe") if feats[m]["ok"]]
+    print("this kernel allows %s: the VFS layer through each" % " and ".join(mechs))
+    err = dd_under_vfs("default", {})
+    check("DATACRUMBS_NO_FENTRY" not in err, "default: no forced mechanism")
+    if len(mechs) == 2:
+        err = dd_under_vfs("kprobe", {"DATACRUMBS_NO_FENTRY": "1"})
+        check("DATACRUMBS_NO_FENTRY is set: layer VFS uses kprobes" in err,
+              "kprobe: the note says the layer uses kprobes: %r" % err)
 equal(dctest.orphan_links(), [], "nothing left attached")
 dctest.finish()

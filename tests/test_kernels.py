@@ -1,0 +1,98 @@
+"""test_kernels.py: datacrumbs on the kernels HPC nodes run: Debian 12's own 6.1 and its
+6.12, each booted under QEMU (tests/vmkernel.py) with this machine's build. In each guest:
+`datacrumbs features` answers for that kernel (no uprobe_multi on 6.1, no session uprobes
+on either, fentry and kprobes on both, returns at return instructions); the end-to-end
+tests below pass there with the exact figures they assert here (the main job, STDIO,
+MPI-IO, AIO, dlopen, profile mode, site mode's step, the VFS layer through fentry and
+kprobes, the harm test); and the guest's dmesg has no uretprobe line. KERNELS (e.g. "6.1")
+picks the kernels; a machine that cannot boot them says SKIP with the reason."""
+import json
+import os
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import dctest  # noqa: E402
+import vmkernel  # noqa: E402
+from dctest import check, equal  # noqa: E402
+
+dctest.need_root()
+BUILD = os.environ["BUILD_DIR"]
+# the tests that assert no fact of this machine's kernel, run as they are in the guest
+GUEST_TESTS = ["e2e_posix", "e2e_syscalls", "e2e_stdio", "e2e_mpiio", "e2e_aio", "e2e_profile",
+               "e2e_step", "e2e_dlopen", "e2e_vfs", "e2e_harm", "e2e_returns"]
+SERIES = os.environ.get("KERNELS", "6.1 6.12").split()
+
+why = vmkernel.missing()
+if why:
+    print("SKIP: cannot boot a kernel under QEMU here (%s): the kernels HPC nodes run are "
+          "NOT TESTED" % "; ".join(why), flush=True)
+    sys.exit(77)
+
+GUEST = """{dc} features --json > /run/vmout/features.json 2>&1
+{dc} features > /run/vmout/features.txt 2>&1
+ctest --output-on-failure -R '^({tests})$' > /run/vmout/ctest.log 2>&1
+rc=$?
+dmesg > /run/vmout/dmesg.txt
+exit $rc
+"""
+
+
+def expect_features(series, f):
+    """What each kernel has (its config and version: platform.md, docs/install.md)."""
+    m = f.get("mechanisms", {})
+    ok = {k: v.get("ok") for k, v in m.items()}
+    equal(ok.get("uprobe_multi"), series != "6.1", "%s: uprobe_multi (6.6+)" % series)
+    equal(ok.get("uprobe_session"), False, "%s: no session uprobes (6.13+)" % series)
+    for k in ("uprobe", "attach_cookie", "tp_btf", "ringbuf", "btf", "fentry", "kprobe"):
+        equal(ok.get(k), True, "%s: %s" % (series, k))
+    equal({k: v.get("ok") for k, v in f.get("layers", {}).items()},
+          {"posix_stdio_mpiio": True, "syscalls": True, "vfs": True, "page_cache_block": True},
+          "%s: every layer can be served" % series)
+    equal(f.get("return_probes", {}).get("mechanism"), "instructions",
+          "%s: returns at return instructions, no uretprobe" % series)
+
+
+for series in SERIES:
+    started = time.monotonic()
+    try:
+        k = vmkernel.kernel(series, os.path.join(BUILD, "vm-kernels"))
+    except (RuntimeError, OSError) as e:
+        check(False, "%s: the kernel package: %s" % (series, e))
+        continue
+    work = os.path.join(dctest.TEST_OUT, "kernel-" + series)
+    script = GUEST.format(dc=dctest.DATACRUMBS, tests="|".join(GUEST_TESTS))
+    rc, log = vmkernel.boot(k, work, script, BUILD, hostname="vm" + series.replace(".", ""))
+    out = os.path.join(work, "out")
+    secs = time.monotonic() - started
+    print("%s (%s): guest exit %s after %.0f s" % (series, k["release"], rc, secs), flush=True)
+
+    def read(name):
+        try:
+            with open(os.path.join(out, name), errors="replace") as fh:
+                return fh.read()
+        except OSError:
+            return ""
+    ctest = read("ctest.log")
+    sys.stdout.write("".join("  [%s] %s\n" % (series, ln) for ln in ctest.splitlines()
+                             if re.search(r"Test +#|FAIL|SKIP|NOTE|tests passed", ln)))
+    if rc is None:
+        check(False, "%s: the guest did not finish: serial console:\n%s" %
+              (series, read("../serial.log")[-3000:]))
+        continue
+    try:
+        feats = json.loads(read("features.json"))
+    except ValueError:
+        feats = {}
+        check(False, "%s: features --json: %r" % (series, read("features.json")[:500]))
+    expect_features(series, feats)
+    m = re.search(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", ctest)
+    equal((m.group(2), m.group(3)) if m else None, ("0", str(len(GUEST_TESTS))),
+          "%s: the end-to-end tests pass in the guest (log %s)" %
+          (series, os.path.join(out, "ctest.log")))
+    equal(rc, 0, "%s: the guest's ctest exit status" % series)
+    bad = [ln for ln in read("dmesg.txt").splitlines()
+           if re.search(r"uretprobe|leaking uprobe|SIGILL", ln)]
+    equal(bad, [], "%s: no uretprobe line in the guest's dmesg" % series)
+dctest.finish()
