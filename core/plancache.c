@@ -227,8 +227,8 @@ struct dc_planrec *dc_plancache_read(const struct dc_plankey *key, size_t *n)
 		memcpy(s, b + at, r.nsites * sizeof(*s));
 		sat += r.nsites;
 		at += (size_t)r.nsites * 8;
-		for (unsigned k = 0; k < r.nsites; k++)
-			if (s[k] >= key->size)
+		for (unsigned k = 0; k < r.nsites; k++) /* offsets, flagged (retsite.h) */
+			if ((s[k] & ~DC_RETSITE_SHARED) >= key->size)
 				goto bad;
 		out[got] = (struct dc_planrec){ r.offset, r.entry, r.asked, r.noret, r.by_file,
 						r.cxx, r.mode, r.go, r.nsites,
