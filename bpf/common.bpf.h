@@ -53,7 +53,9 @@ struct dc_frame {
 	__u64 iov_bytes;
 	__u64 aux;      /* cookie's aux value, read at entry or return */
 	__u32 aux_ok;   /* DC_F_AUX when aux was read */
-	__u32 moves;    /* 1: its stack moves (dc_pinfo.moves): sp is not compared */
+	__u16 moves;    /* 1: its stack moves (dc_pinfo.moves): sp is not compared */
+	__u16 tails;    /* 1: its function tail-calls (dc_pinfo.tails): a call entered at
+			   this frame's rsp may be that tail call, not a sign it is over */
 	__u64 args[DC_MAX_ARGS];
 	__u64 sp;       /* user rsp at entry (the return address's slot), 0: not known
 			   (kernel-side frames); bpf/datacrumbs.h "Return instructions" */
@@ -966,10 +968,12 @@ static __always_inline int call_enter_fd(__u64 cookie, __u64 sp, int btf, __u64 
 		st->id_next = __sync_fetch_and_add(&p->next_id, DC_ID_BLOCK);
 		st->id_end = st->id_next + DC_ID_BLOCK;
 	}
-	__u32 moves = 0, probe = DC_COOKIE_PROBE(cookie);
+	__u32 moves = 0, tails = 0, probe = DC_COOKIE_PROBE(cookie);
 	struct dc_pinfo *pi = bpf_map_lookup_elem(&pinfo, &probe);
-	if (cookie & DC_COOKIE_INSN) /* a Go function's stack moves: no sp judgement */
+	if (cookie & DC_COOKIE_INSN) { /* a Go function's stack moves: no sp judgement */
 		moves = pi && pi->moves;
+		tails = pi && pi->tails;
+	}
 	if (sp && !moves) {
 		deep_over(st, sp);
 		dc_unwind(st, sp, DC_UW_ENTRY, 0);
@@ -1017,6 +1021,7 @@ static __always_inline int call_enter_fd(__u64 cookie, __u64 sp, int btf, __u64 
 	}
 	f->sp = sp;
 	f->moves = moves;
+	f->tails = tails;
 	st->depth = d + 1;
 	f->ts = bpf_ktime_get_ns();
 	return 1;
@@ -1167,6 +1172,8 @@ __noinline int dc_unwind(struct dc_stack *st, __u64 sp, int mode, __u32 keep)
 			if (f->sp == sp && mode == DC_UW_ENTRY && !(f->cookie & DC_COOKIE_INSN) &&
 			    !hijack_dead(sp))
 				break; /* a tail call from a call whose return the kernel hijacked */
+			if (f->sp == sp && mode == DC_UW_ENTRY && f->tails)
+				break; /* a tail call from a call returning at return sites */
 		}
 		/* profile mode sends the unwound frames only of probes that still travel as
 		 * records (pinfo `record`: every probe while on stand-by, --auto-profile) */

@@ -324,6 +324,10 @@ struct dc_pinfo {
 				  is the bytes asked, read at entry into dc_frame.iov_bytes
 				  (fputs, puts); 0: none */
 	unsigned char slen_add;
+	unsigned char tails;   /* 1: returns at return instructions, some of them another
+				  function's that it tail-calls (core/retsite.h
+				  DC_RETSITE_SHARED): that function's entry comes at the
+				  caller's rsp while the caller's call goes on */
 };
 
 /* What names the file of an aggregate (dc_agg_key.kind). */

@@ -658,6 +658,9 @@ int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
 		b->probes[s].returns = DC_RETURNS_INSN;
 		b->probes[s].go = plan.go;
 	}
+	int tails = 0;
+	for (unsigned k = 0; k < plan.nsites; k++)
+		tails |= !!(plan.sites[k] & DC_RETSITE_SHARED);
 	int i = new_probe(b, layer, func, library, offset, hidden);
 	if (i < 0 || dc_index_add(&b->ix, h, i))
 		return -1;
@@ -671,6 +674,7 @@ int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
 	p->fellback = plan.mode == DC_RETURNS_NONE && !func->noret &&
 		      func->returns != DC_RETURNS_NONE;
 	p->go = plan.go;
+	p->tails = tails;
 	p->at = plan.entry;
 	copy_str(p->why, sizeof(p->why), plan.why);
 	if (plan.mode == DC_RETURNS_INSN && !plan.go)
@@ -1668,6 +1672,7 @@ static struct dc_pinfo pinfo_of(const struct dc_probe *p)
 	int ino = -1, dev = -1, paths = 0;
 	pi.record = f->effect != DC_FX_NONE;
 	pi.moves = p->go;
+	pi.tails = p->tails;
 	pi.hopen = f->effect == DC_FX_HOPEN ? 1
 		 : f->effect == DC_FX_OPENDIR || f->effect == DC_FX_FDOPENDIR ? 2 : 0;
 	for (int i = 0; i < f->nargs; i++) {

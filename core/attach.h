@@ -31,6 +31,7 @@ struct dc_probe {
 				0 for a function's entry */
 	int shared;          /* a return site in a function its owner tail-calls, which
 				others call too (core/retsite.h DC_RETSITE_SHARED) */
+	int tails;           /* a function with such sites (dc_pinfo.tails) */
 	uint64_t at;         /* file offset the uprobe sits at: offset, a Go function's past
 				its stack check, or a return site's */
 	char why[96];        /* why `returns` is what it is (core/retsite.c) */

@@ -262,10 +262,6 @@ check(re.search(r"libc\.so\.6: 1 of 3 functions start with an AVX-512 \(EVEX\) i
       "named AVX-512 memset: skipped with the reason: %r" % r.stderr)
 named, _, _ = dctest.read_trace(os.path.join(d, "named.pfw.gz"))
 nj = [e for e in named if e.get("cat") == "LIBC"]
-if not MECH["uprobe_session"]["ok"]:
-    # returns at return instructions: _setjmp tail-calls __sigsetjmp, whose entry at the
-    # same rsp takes _setjmp's frame for a dead one (a known limit, docs/features.md)
-    nj = [e for e in nj if e["name"] != "_setjmp"]
 check(nj and all("ret" in e["args"] and "entry_only" not in e["args"] for e in nj),
       "named setjmp: events with ret (%d)" % len(nj))
 
