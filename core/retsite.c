@@ -61,8 +61,6 @@ struct seg {
 	uint64_t vaddr, off, filesz;
 };
 
-/* What is known of one file; the last file asked about is kept (the loader asks about
- * one library's functions in a row). */
 /* A GOT slot a relocation fills with a function's address (R_X86_64_JUMP_SLOT of a PLT
  * stub, R_X86_64_GLOB_DAT of a .plt.got one): the function's name, in the ELF's data. */
 struct slot {
@@ -70,6 +68,8 @@ struct slot {
 	const char *name;
 };
 
+/* What is known of one file; the last file asked about is kept (the loader asks about
+ * one library's functions in a row). */
 static struct {
 	char path[4096];
 	dev_t dev;
@@ -110,7 +110,7 @@ static void cache_clear(void)
 /* The code part that starts at address a and no symbol names, by the call frame
  * information (.eh_frame, every part of every function GCC emits has its FDE): a
  * stripped library's NAME.cold part, or a local function it tail-calls. Fills *part
- * ([a, end), named `unnamed`) and returns 1; 0 when no FDE starts at a. */
+ * ([a, end), named "an unnamed part") and returns 1; 0 when no FDE starts at a. */
 static int cfi_part(uint64_t a, struct fsym *part)
 {
 	Dwarf_Frame *fr = NULL;
