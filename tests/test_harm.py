@@ -69,8 +69,16 @@ def untraced(label):
           "%s: untraced bash, 10000 [ ] tests and their $?" % label)
 
 
+def feature_check(prog_id):
+    """Is this the program of `features`' session-uprobe check, whose links on the tracer's
+    own getpid (that process only: core/features.c quick_check) a thread closes after
+    start-up? On a new machine they can outlive the command's start (issue 33)."""
+    return (prog_name(prog_id) or "").startswith("dc_feat_")
+
+
 def links_of(pid):
-    """(link_type, prog_id) of every BPF link process pid holds (/proc/PID/fdinfo)."""
+    """(link_type, prog_id) of every BPF link process pid holds (/proc/PID/fdinfo), but
+    the features check's (feature_check)."""
     out = []
     for fd in os.listdir("/proc/%d/fdinfo" % pid):
         try:
@@ -80,7 +88,9 @@ def links_of(pid):
             continue
         lt = re.search(r"^link_type:\s*(\S+)", t, re.M)
         if lt:
-            out.append((lt.group(1), int(re.search(r"^prog_id:\s*(\d+)", t, re.M).group(1))))
+            prog = int(re.search(r"^prog_id:\s*(\d+)", t, re.M).group(1))
+            if not feature_check(prog):
+                out.append((lt.group(1), prog))
     return out
 
 
@@ -161,7 +171,9 @@ def uprobe_offsets(pid):
                 t = f.read()
         except OSError:
             continue
-        if not re.search(r"^link_type:\s*uprobe_multi$", t, re.M):
+        prog = re.search(r"^prog_id:\s*(\d+)", t, re.M)
+        if not re.search(r"^link_type:\s*uprobe_multi$", t, re.M) or \
+                (prog and feature_check(int(prog.group(1)))):
             continue
         path = re.search(r"^path:\s*(\S+)", t, re.M).group(1)
         out.setdefault(path, []).extend(int(m, 16) for m in
