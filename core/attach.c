@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <errno.h>
 #include <link.h>
+#include <sys/resource.h>
 #include <sys/mman.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -1763,12 +1764,26 @@ static unsigned attach_uprobe_runs(struct dc_bpf *b)
 /* Kernels without uprobe_multi: the uprobes added since the last attach as one perf-event
  * uprobe + uretprobe pair each, refusals reported per library (skip_report). Returns the
  * number attached. */
+/* Raises this process's open-file limit to its hard limit: without uprobe_multi each
+ * uprobe is a perf event and a link, two fds (`functions = "*"` on libc: ~20,000), as
+ * bpftrace raises it. Failing leaves the limit, and attach reports what it refuses. */
+static void raise_nofile(void)
+{
+	struct rlimit r;
+	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &r);
+	}
+}
+
 static unsigned attach_uprobe_pairs(struct dc_bpf *b)
 {
 	unsigned ok = 0;
 	struct skips sk = { .n = 0 };
-	unsigned of = 0;
+	unsigned of = 0, run = 0;
+	unsigned char *evex = NULL; /* of the library run that starts at probe `run` */
 	const char *lastlib = NULL;
+	raise_nofile();
 	for (unsigned i = b->nattached; i < b->nprobes; i++) {
 		struct dc_probe *p = &b->probes[i];
 		if (p->mech != DC_MECH_UPROBE)
@@ -1783,11 +1798,15 @@ static unsigned attach_uprobe_pairs(struct dc_bpf *b)
 			while (j < b->nprobes && !strcmp(b->probes[j].library, p->library))
 				j++;
 			fallback_report(b, i, j);
+			/* the library's EVEX-first functions, in one warning (as attach_multi) */
+			free(evex);
+			if ((evex = calloc(j - i, 1)))
+				skip_evex(b, i, j, evex);
+			run = i;
 		}
 		lastlib = p->library;
 		of++;
-		unsigned char bad;
-		if (p->catcher == 2 || skip_evex(b, i, i + 1, &bad))
+		if (p->catcher == 2 || !evex || evex[i - run])
 			continue;
 		LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie_of(p, i));
 		char pinned[64];
@@ -1819,6 +1838,7 @@ static unsigned attach_uprobe_pairs(struct dc_bpf *b)
 	}
 	if (lastlib)
 		skip_report(&sk, lastlib, of);
+	free(evex);
 	return ok;
 }
 

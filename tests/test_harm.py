@@ -130,10 +130,14 @@ def no_uretprobe(pid):
         equal(multi, ["dc_session"], "io_posix: every uprobe_multi link runs dc_session")
     else:
         # no session uprobes: plain uprobes, returns seen at return instructions; the
-        # uretprobe program is linked nowhere
-        progs = sorted({prog_name(i) for k, i in links if k in ("uprobe_multi", "perf_event")})
-        check(progs and "dc_return" not in progs,
-              "io_posix: no link runs dc_return, the uretprobe program: %r" % progs)
+        # uretprobe program is linked nowhere, and no perf event of the tracer's is a
+        # uretprobe (bpftool perf: BPF_TASK_FD_QUERY, the kernels without uprobe_multi)
+        progs = sorted({prog_name(i) for k, i in links})
+        r = subprocess.run(["bpftool", "-j", "perf", "show"], capture_output=True, text=True)
+        perf = sorted({e.get("fd_type") for e in json.loads(r.stdout or "[]")
+                       if e.get("pid") == pid})
+        check((progs or perf) and "dc_return" not in progs and "uretprobe" not in perf,
+              "io_posix: uprobes, no uretprobe (links run %r; perf events %r)" % (progs, perf))
     if not MECH["uprobe_multi"]["ok"]:
         print("NOTE: no uprobe_multi links on this kernel: the uprobes' file offsets are not "
               "in fdinfo, not checked", flush=True)

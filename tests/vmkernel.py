@@ -67,6 +67,7 @@ mount -t tracefs nodev /sys/kernel/tracing
 mount -t debugfs nodev /sys/kernel/debug 2>/dev/null || true
 mount -t bpf bpf /sys/fs/bpf
 hostname {hostname}
+ip link set lo up  # MPI's launchers talk over loopback
 mkdir -p /run/build
 tar -C {build} --exclude=./test-out --exclude=./viewer -cf - . | tar -C /run/build -xf -
 mount --bind /run/build {build}
