@@ -1764,13 +1764,29 @@ static unsigned attach_uprobe_runs(struct dc_bpf *b)
 /* Kernels without uprobe_multi: the uprobes added since the last attach as one perf-event
  * uprobe + uretprobe pair each, refusals reported per library (skip_report). Returns the
  * number attached. */
-/* Raises this process's open-file limit to its hard limit: without uprobe_multi each
- * uprobe is a perf event and a link, two fds (`functions = "*"` on libc: ~20,000), as
- * bpftrace raises it. Failing leaves the limit, and attach reports what it refuses. */
+/* Raises this process's open-file limit: without uprobe_multi each uprobe is a perf event
+ * and a link, two fds (`functions = "*"` on libc: ~20,000), as bpftrace raises it. Up to
+ * the kernel's cap (fs.nr_open, proc(5)) where the process may raise its hard limit
+ * (CAP_SYS_RESOURCE), else to the hard limit. Failing leaves the limit, and attach
+ * reports what it refuses. */
 static void raise_nofile(void)
 {
 	struct rlimit r;
-	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+	unsigned long cap = 0;
+	FILE *f = fopen("/proc/sys/fs/nr_open", "re");
+	if (f) {
+		if (fscanf(f, "%lu", &cap) != 1)
+			cap = 0;
+		fclose(f);
+	}
+	if (getrlimit(RLIMIT_NOFILE, &r))
+		return;
+	if (cap > r.rlim_max) {
+		struct rlimit up = { cap, cap };
+		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+			return;
+	}
+	if (r.rlim_cur < r.rlim_max) {
 		r.rlim_cur = r.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &r);
 	}
