@@ -209,7 +209,10 @@ def boot(k, workdir, script, build, hostname="vm", mem_mb=3072, timeout=3600):
     try:
         if not (_socket_ready(root_sock, procs[0]) and _socket_ready(out_sock, procs[1])):
             raise RuntimeError("virtiofsd did not start: see %s" % logs.name)
-        cmd = [QEMU, "-accel", "tcg", "-smp", "2", "-m", str(mem_mb), "-nographic",
+        # one host thread for both vCPUs: with a thread each (MTTCG), a CPU could run a
+        # stale translation of kernel text another CPU had just patched with int3 (seen:
+        # 6.12 oopsed in syscall_exit_to_user_mode_prepare while a test attached probes)
+        cmd = [QEMU, "-accel", "tcg,thread=single", "-smp", "2", "-m", str(mem_mb), "-nographic",
                "-no-reboot", "-object",
                "memory-backend-memfd,id=mem,size=%dM,share=on" % mem_mb,
                "-numa", "node,memdev=mem",
