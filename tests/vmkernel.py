@@ -61,7 +61,7 @@ PRELUDE = """set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export PYTHONDONTWRITEBYTECODE=1 HOME=/tmp
 mount -t tmpfs -o mode=1777 tmpfs /tmp
-mount -t tmpfs tmpfs /dev/shm 2>/dev/null || true
+mkdir -p /dev/shm && mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 mkdir -p /dev/pts && mount -t devpts devpts /dev/pts
 mount -t tracefs nodev /sys/kernel/tracing
 mount -t debugfs nodev /sys/kernel/debug 2>/dev/null || true
