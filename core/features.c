@@ -1348,7 +1348,7 @@ static void print_text(const struct dc_features *f)
 		       l[i].ok == 1 ? "via" : "needs", l[i].needs);
 	printf("\n");
 	const char *what, *mech = return_probes(f, &what);
-	printf("%-18s%-10s%s\n", "return probes", mech, what);
+	printf("%-18s%-13s%s\n", "return probes", mech, what);
 	if (!f->privileged)
 		printf("datacrumbs: %s\n", not_root_msg);
 }
