@@ -648,6 +648,7 @@ int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
 	/* the return sites first: attached before the entry, so no call that enters is
 	 * left without them */
 	unsigned owner = b->nprobes + plan.nsites;
+	int tails = 0; /* some site is shared: the function tail-calls */
 	for (unsigned k = 0; k < plan.nsites; k++) {
 		uint64_t at = plan.sites[k] & ~DC_RETSITE_SHARED;
 		int s = new_probe(b, layer, func, library, at, hidden);
@@ -656,12 +657,10 @@ int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
 		b->probes[s].site_of = owner + 1;
 		b->probes[s].at = at;
 		b->probes[s].shared = !!(plan.sites[k] & DC_RETSITE_SHARED);
+		tails |= b->probes[s].shared;
 		b->probes[s].returns = DC_RETURNS_INSN;
 		b->probes[s].go = plan.go;
 	}
-	int tails = 0;
-	for (unsigned k = 0; k < plan.nsites; k++)
-		tails |= !!(plan.sites[k] & DC_RETSITE_SHARED);
 	int i = new_probe(b, layer, func, library, offset, hidden);
 	if (i < 0 || dc_index_add(&b->ix, h, i))
 		return -1;
@@ -669,7 +668,8 @@ int dc_bpf_add_probe(struct dc_bpf *b, const struct dc_layer *layer,
 	    layer->mechanism == DC_MECH_UPROBE && strcmp(library, "[syscall]"))
 		fprintf(stderr, "datacrumbs: warning: %s: returns = \"hijack\" on a kernel "
 			"without session uprobes is a uretprobe: it rewrites the return address "
-			"of every call in EVERY process on the node, traced or not\n", func->name);
+			"of every call in EVERY process on the node, traced or not (leave returns "
+			"to auto to see them at its return instructions)\n", func->name);
 	struct dc_probe *p = &b->probes[i];
 	p->returns = plan.mode;
 	p->fellback = plan.mode == DC_RETURNS_NONE && !func->noret &&
