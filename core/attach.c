@@ -2104,6 +2104,26 @@ unsigned dc_bpf_nprobes(const struct dc_bpf *b)
 	return b->nprobes;
 }
 
+struct dc_bpf *dc_bpf_offline(const struct dc_probe *probes, unsigned n)
+{
+	struct dc_bpf *b = calloc(1, sizeof(*b));
+	if (!b || !(b->probes = calloc(n ? n : 1, sizeof(*probes)))) {
+		free(b);
+		return NULL;
+	}
+	memcpy(b->probes, probes, n * sizeof(*probes));
+	b->nprobes = b->cap = n;
+	return b;
+}
+
+void dc_bpf_offline_free(struct dc_bpf *b)
+{
+	if (!b)
+		return;
+	free(b->probes);
+	free(b);
+}
+
 int dc_bpf_aggs_fd(const struct dc_bpf *b)
 {
 	return bpf_map__fd(b->skel->maps.aggs);

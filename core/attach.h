@@ -154,6 +154,13 @@ enum dc_pmoved dc_probe_moved(const struct dc_probe *p, enum dc_pbytes bytes);
 const struct dc_probe *dc_bpf_probe(const struct dc_bpf *b, unsigned idx);
 unsigned dc_bpf_nprobes(const struct dc_bpf *b);
 
+/* A dc_bpf with no BPF side, only the probe table probes[0..n) (copied; their layer and
+ * func stay the caller's): what `datacrumbs recover` decodes a spool by (core/spool.h).
+ * dc_bpf_probe and dc_bpf_nprobes answer from it, dc_bpf_nshards is 0; nothing else may
+ * be asked of it. NULL when out of memory. Freed by dc_bpf_offline_free. */
+struct dc_bpf *dc_bpf_offline(const struct dc_probe *probes, unsigned n);
+void dc_bpf_offline_free(struct dc_bpf *b);
+
 /* File descriptor of profile mode's `aggs` map (struct dc_agg_key -> struct dc_agg). */
 int dc_bpf_aggs_fd(const struct dc_bpf *b);
 

@@ -36,6 +36,8 @@ static const char main_help[] =
 "  status [--dir DIR] [--json]                           the job steps traced on this\n"
 "                                                        node (site mode)\n"
 "  validate [--partial] TRACE...                         check a trace's format\n"
+"  recover [-o TRACE] SPOOL                              the trace of a killed run, from\n"
+"                                                        the spool it left (TRACE.spool)\n"
 "  step ... -- SCRIPT [SCRIPT-ARGS]                      site mode: one job step on this\n"
 "                                                        node, started by the SLURM plugin\n"
 "                                                        (docs/site.md)\n"
@@ -46,6 +48,7 @@ static const char main_help[] =
 "  datacrumbs check --help    what check resolves\n"
 "  datacrumbs features --help what features checks\n"
 "  datacrumbs status --help   what status lists\n"
+"  datacrumbs recover --help  what recover writes\n"
 "\n"
 "SCRIPT is a path when it holds a '/' (./my.lua), else a name looked up in\n"
 "$DATACRUMBS_SCRIPT_PATH, then in the installed scripts directory (e.g. io_posix.lua),\n"
@@ -80,6 +83,12 @@ static const char run_help[] =
 "      --flush-interval MS  ms between gzip members written to disk (default 1000):\n"
 "                           what a killed run can lose at most (in profile mode, the\n"
 "                           interval in progress too)\n"
+"      --no-spool           trace mode: decode and write the events while CMD runs\n"
+"                           (default: the drain threads only copy the records into\n"
+"                           TRACE.spool/, decoded and written once CMD ends; a script\n"
+"                           that requires luv always runs live)\n"
+"      --spool-size BYTES   the spool's bound, K/M/G suffixes (default: none but the\n"
+"                           disk); past it calls are lost, and counted as lost\n"
 "      --mode MODE          trace: a complete event per call (default); profile:\n"
 "                           calls aggregated in the kernel per interval, process,\n"
 "                           function and file, written as counter events (count,\n"
@@ -267,6 +276,14 @@ int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
 			o->quiet = 1;
 		} else if ((IS("-c") || IS("--summary")) && !eq) {
 			o->summary = 1;
+		} else if (IS("--no-spool") && !eq) {
+			o->no_spool = 1;
+		} else if (IS("--spool-size")) {
+			const char *v = opt_value(argc, argv, &i, eq);
+			o->spool_bytes = v ? dc_parse_size(v) : 0;
+			if (o->spool_bytes < (64u << 10))
+				return usage_error("--spool-size needs a size from 64K (e.g. 512M, "
+						   "20G), got '%s'", v ? v : "");
 		} else if (IS("--no-status") && !eq) {
 			o->no_status = 1;
 		} else if (IS("--no-hold") && !eq) {

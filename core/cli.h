@@ -29,6 +29,8 @@ struct dc_opts {
 	int unsafe;               /* --unsafe: the script may start programs, load C code */
 	int summary;              /* -c, --summary: pfw_summary's tables at the end, on stderr */
 	int no_status;            /* --no-status: no live status line on a terminal */
+	int no_spool;             /* --no-spool: trace mode decodes while CMD runs */
+	unsigned long long spool_bytes; /* --spool-size, bytes; 0: no bound */
 	int no_hold;              /* --no-hold: never ptrace-seize the traced processes to hold
 				     a thread loading a library (core/hold.c); such libraries are
 				     then attached late, with a warning */

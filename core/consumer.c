@@ -16,6 +16,7 @@
 #include "profile.h"
 #include "record.h"
 #include "shards.h"
+#include "spool.h"
 #include "util.h"
 
 #define NAME_SLOTS 4096  /* open addressing; pids and threads seen, grows by rehash */
@@ -50,6 +51,8 @@ struct seen {
 	int rank;       /* MPI rank from the environment at exec, -1 unknown */
 	int ranked;     /* its PR record is written */
 	int trusted;    /* rank given by the launcher (site mode: slurmstepd), not the env */
+	int live_rank;  /* spooling: 1 + the rank its environment had at its last exec, read
+			   while the run went on (its /proc is gone at the replay), 0: none */
 	int named;      /* its thread_name record is written (thread entries) */
 	unsigned next_kid;
 	/* thread entries: the bytes the reads nested in a still open call moved, by that
@@ -100,6 +103,11 @@ struct dc_consumer {
 	char rpath[DC_PATH_MAX * 2]; /* the kernel's path of it (dc_files_real) */
 	char path2[DC_PATH_MAX * 2]; /* the same two for a call's second string */
 	char rpath2[DC_PATH_MAX * 2];
+	struct dc_spool *spool;    /* spooling (dc_consumer_spool): the journal; NULL: none */
+	int spooling;              /* the drains hand on the live kinds alone (on_live) */
+	int switched;              /* the spooling failed during the run (its errno): the
+				      spool was replayed then, and the rest decoded live */
+	uint64_t unwritten;        /* call records replayed after the writer failed */
 };
 
 static uint64_t hash64(uint64_t k)
@@ -159,6 +167,8 @@ static void mark_rank(struct dc_consumer *c, int pid)
 	int added;
 	struct seen *s = seen_slot(c, (uint64_t)pid << 32, &added);
 	int rank = s->rank >= 0 ? s->rank : dc_mpi_env_rank(pid);
+	if (rank < 0)
+		rank = s->live_rank - 1;
 	if (s->ranked || rank < 0)
 		return;
 	s->ranked = 1;
@@ -1015,8 +1025,11 @@ static void on_process(struct dc_consumer *c, const struct dc_event *e, const ch
 			name_process(c, e->pid, base_name(epath));
 		if (e->args[0]) /* gained privileges: BPF stopped tracing it */
 			untraced(c, e, epath);
-		if (c->want_ranks && !p->trusted) /* now, while the new program surely runs */
+		if (c->want_ranks && !p->trusted) { /* now, while the new program surely runs */
 			p->rank = dc_mpi_env_rank(e->pid);
+			if (p->rank < 0) /* a spooled exec: as it was read during the run */
+				p->rank = p->live_rank - 1;
+		}
 		if (c->script)
 			dc_script_process(c->script, "exec", e->pid, 0, epath ? base_name(epath) : NULL, 0);
 		break;
@@ -1035,8 +1048,13 @@ static void on_record(void *ctx, const void *data, size_t size)
 {
 	struct dc_consumer *c = ctx;
 	const struct dc_event *e = data;
-	if (size < sizeof(*e) || c->failed)
+	if (size < sizeof(*e))
 		return;
+	if (c->failed) { /* a call the trace would have had: counted as not written */
+		const struct dc_probe *pr = dc_bpf_probe(c->bpf, e->probe);
+		c->unwritten += e->kind == DC_EV_CALL && pr && !pr->hidden;
+		return;
+	}
 	const char *path = NULL, *path2 = NULL;
 	if (e->path_len > 0 && e->path_len <= DC_PATH_MAX &&
 	    size >= sizeof(struct dc_event) + e->path_len) {
@@ -1064,6 +1082,169 @@ static void on_record(void *ctx, const void *data, size_t size)
 		c->on_dlstate(c->dlstate_arg, (int)e->pid, (int)e->tid, (int)e->args[0]);
 	else if (e->kind != DC_EV_DLSTATE)
 		on_process(c, e, path);
+}
+
+
+/* Sets the rank process pid had at its exec (spooling: read during the run). */
+static void set_live_rank(struct dc_consumer *c, int pid, int rank)
+{
+	int added;
+	seen_slot(c, (uint64_t)pid << 32, &added)->live_rank = rank + 1;
+}
+
+/* While spooling, the records the run cannot wait for (core/shards.h live kinds): a
+ * thread in the dynamic loader (its library is attached now), an exec (its MPI rank is
+ * read from its environment now, and journaled). Everything is decoded at the replay. */
+static void on_live(void *ctx, const void *data, size_t size)
+{
+	struct dc_consumer *c = ctx;
+	const struct dc_event *e = data;
+	if (size < sizeof(*e))
+		return;
+	dc_trust_release(); /* a process's /proc files: root's fs ids */
+	if (e->kind == DC_EV_DLSTATE && c->on_dlstate) {
+		c->on_dlstate(c->dlstate_arg, (int)e->pid, (int)e->tid, (int)e->args[0]);
+	} else if (e->kind == DC_EV_EXEC) { /* ranks are wanted once MPI is loaded: later */
+		int32_t v[2] = { (int32_t)e->pid, dc_mpi_env_rank((int)e->pid) };
+		if (v[1] < 0)
+			return;
+		set_live_rank(c, v[0], v[1]);
+		const void *ptr[1] = { v };
+		size_t len[1] = { sizeof(v) };
+		dc_spool_note(c->spool, DC_J_RANK, 1, ptr, len);
+	}
+}
+
+int dc_consumer_spool(struct dc_consumer *c, struct dc_spool *sp, uint64_t limit)
+{
+	c->spool = sp;
+	for (unsigned i = 0; i < c->nknown; i++)
+		if (dc_spool_note_probe(sp, i, dc_bpf_probe(c->bpf, i)))
+			return -1;
+	if (dc_shards_spool(c->sh, dc_spool_fds(sp), limit,
+			    1u << DC_EV_DLSTATE | 1u << DC_EV_EXEC))
+		return -1;
+	c->spooling = 1;
+	return 0;
+}
+
+uint64_t dc_consumer_spooled(const struct dc_consumer *c)
+{
+	return c->spooling ? dc_shards_spooled(c->sh) : 0;
+}
+
+/* The spooling failed during the run (a full disk, --spool-size): what the spool holds is
+ * decoded now, and from here on the records as they come (the drain threads queue them
+ * since the failure). Said once on stderr. */
+static void switch_live(struct dc_consumer *c)
+{
+	char err[512];
+	c->switched = dc_shards_spool_failed(c->sh);
+	fprintf(stderr, "datacrumbs: warning: the spool %s %s: from here on the events are "
+		"decoded while the command runs\n", dc_spool_dir(c->spool),
+		c->switched == EFBIG ? "reached its --spool-size" : strerror(c->switched));
+	c->spooling = 0;
+	dc_trust_batch_begin();
+	if (dc_spool_replay(c->spool, on_record, c, err, sizeof(err)) < 0)
+		fprintf(stderr, "datacrumbs: cannot read the spool: %s\n", err);
+	dc_trust_batch_end();
+	dc_shards_spool_replayed(c->sh);
+}
+
+int dc_consumer_spool_switched(const struct dc_consumer *c)
+{
+	return c->switched;
+}
+
+long dc_consumer_replay(struct dc_consumer *c, int *spool_err, char *err, size_t errlen)
+{
+	*spool_err = c->switched;
+	if (c->switched)
+		return 0; /* replayed when it failed */
+	if (c->spooling) {
+		*spool_err = dc_shards_spool_end(c->sh);
+		c->spooling = 0;
+	}
+	dc_consumer_on_dlstate(c, NULL, NULL); /* the loads were attached during the run */
+	dc_trust_batch_begin();
+	long n = dc_spool_replay(c->spool, on_record, c, err, errlen);
+	dc_trust_batch_end();
+	return n;
+}
+
+uint64_t dc_consumer_unwritten(const struct dc_consumer *c)
+{
+	return c->unwritten;
+}
+
+/* The journal's entries that remake the consumer's state of the run's start (recover). */
+static void on_journal(void *arg, uint32_t tag, const void *p, uint32_t len)
+{
+	struct dc_consumer *c = arg;
+	int32_t v[2] = { 0, 0 };
+	const char *str = (const char *)p + sizeof(v[0]);
+	if (len < sizeof(v[0]) || (tag != DC_J_RANK && tag != DC_J_FD && tag != DC_J_HELD &&
+	    ((const char *)p)[len - 1]))
+		return;
+	memcpy(v, p, len >= sizeof(v) ? sizeof(v) : sizeof(v[0]));
+	switch (tag) {
+	case DC_J_PROC:
+		name_process(c, v[0], str);
+		break;
+	case DC_J_CWD:
+		dc_files_set_cwd(dc_files_get(v[0]), str);
+		break;
+	case DC_J_FD:
+		if (len > sizeof(v) && ((const char *)p)[len - 1] == 0)
+			dc_files_set_fd(dc_files_get(v[0]), v[1], (const char *)p + sizeof(v));
+		break;
+	case DC_J_HELD:
+		c->held_pid = v[0];
+		c->held_until = UINT64_MAX;
+		break;
+	case DC_J_RANK:
+		if (len >= sizeof(v))
+			set_live_rank(c, v[0], v[1]);
+		break;
+	}
+}
+
+int dc_consumer_restore(struct dc_consumer *c, struct dc_spool *sp, char *err, size_t errlen)
+{
+	c->spool = sp;
+	return dc_spool_journal(sp, on_journal, c, err, errlen);
+}
+
+/* dc_files_each_fd's visitor: a DC_J_FD entry of the process `arg` (a struct jproc). */
+struct jproc {
+	struct dc_spool *sp;
+	int32_t pid;
+};
+
+static void note_fd(void *arg, long fd, const char *path)
+{
+	const struct jproc *j = arg;
+	int32_t v[2] = { j->pid, (int32_t)fd };
+	const void *ptr[2] = { v, path };
+	size_t len[2] = { sizeof(v), strlen(path) + 1 };
+	dc_spool_note(j->sp, DC_J_FD, 2, ptr, len);
+}
+
+/* Journals process pid as the run starts with it: its name, cwd and fds (recover). */
+static void note_process(struct dc_consumer *c, int pid, const char *name)
+{
+	if (!c->spool)
+		return;
+	struct jproc j = { c->spool, pid };
+	const void *ptr[2] = { &j.pid, name };
+	size_t len[2] = { sizeof(j.pid), strlen(name) + 1 };
+	dc_spool_note(c->spool, DC_J_PROC, 2, ptr, len);
+	const char *cwd = dc_files_each_fd(pid, note_fd, &j);
+	if (cwd) {
+		ptr[1] = cwd;
+		len[1] = strlen(cwd) + 1;
+		dc_spool_note(c->spool, DC_J_CWD, 2, ptr, len);
+	}
 }
 
 struct dc_consumer *dc_consumer_new(struct dc_bpf *b, struct dc_writer *w,
@@ -1143,6 +1324,8 @@ int dc_consumer_probes_added(struct dc_consumer *c)
 			     (c->bytes[i].moved == DC_PM_NONE && strstr(f->name, "scanf")
 			      ? ROLE_SCANF : 0);
 		c->want_ranks |= f->effect == DC_FX_RANK;
+		if (c->spool && dc_spool_note_probe(c->spool, i, dc_bpf_probe(c->bpf, i)))
+			return -1;
 		for (int k = 0; k < f->nargs; k++) {
 			c->want_inodes |= f->args[k].kind == DC_ARG_INO;
 			if (f->args[k].kind == DC_ARG_UINT && !strcmp(f->args[k].name, "flags"))
@@ -1184,7 +1367,9 @@ int dc_consumer_drain(struct dc_consumer *c, unsigned max)
 {
 	/* the callbacks of one drain keep the invoking user's fs ids between them (sudo) */
 	dc_trust_batch_begin();
-	long n = dc_shards_drain(c->sh, max, on_record, c);
+	if (c->spooling && dc_shards_spool_failed(c->sh))
+		switch_live(c);
+	long n = dc_shards_drain(c->sh, max, c->spooling ? on_live : on_record, c);
 	dc_trust_batch_end();
 	c->yielded = max && n >= (long)max;
 	return n > INT32_MAX ? INT32_MAX : (int)n;
@@ -1199,12 +1384,18 @@ void dc_consumer_add_process(struct dc_consumer *c, int pid, const char *name)
 {
 	dc_files_from_proc(pid);
 	name_process(c, pid, name);
+	note_process(c, pid, name);
 }
 
 void dc_consumer_held(struct dc_consumer *c, int pid)
 {
 	c->held_pid = pid;
 	c->held_until = UINT64_MAX;
+	if (c->spool) {
+		const void *ptr[1] = { &pid };
+		size_t len[1] = { sizeof(pid) };
+		dc_spool_note(c->spool, DC_J_HELD, 1, ptr, len);
+	}
 }
 
 void dc_consumer_held_execd_by(struct dc_consumer *c, uint64_t exec_ns)

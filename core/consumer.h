@@ -98,6 +98,39 @@ void dc_consumer_emit(struct dc_consumer *c, struct dc_record *r, int counter);
  * ids count from 1 and these from 2^40. */
 uint64_t dc_consumer_own_id(struct dc_consumer *c);
 
+struct dc_spool;
+
+/* Trace mode at the cost of moving bytes: from now the drain threads copy the records into
+ * sp's shard files (core/shards.h dc_shards_spool, at most limit bytes, 0: no bound) and
+ * dc_consumer_drain hands on only loads (DC_EV_DLSTATE) and execs (an MPI rank is read
+ * from the environment then); the rest is decoded by dc_consumer_replay after the run.
+ * The probes known now and later, and the processes added, are journaled in sp, which
+ * stays the caller's. Returns 0, or -1 with errno (EPERM: no drain threads). */
+int dc_consumer_spool(struct dc_consumer *c, struct dc_spool *sp, uint64_t limit);
+
+/* The error that ended the spooling during the run (EFBIG: its bound; ENOSPC ...), 0:
+ * none. Then the spool was replayed at once and the rest decoded live (said on stderr):
+ * the trace holds what the spool did. */
+int dc_consumer_spool_switched(const struct dc_consumer *c);
+
+/* Records spooled so far (0 when not spooling). */
+uint64_t dc_consumer_spooled(const struct dc_consumer *c);
+
+/* After the run: ends the spooling (*spool_err: the error that stopped it, EFBIG the
+ * bound, 0: none) and decodes and writes every spooled record in `sent` order, as
+ * dc_consumer_drain does live, the script's callbacks included. Records left in the ring
+ * buffers by a full spool are read by the next dc_consumer_drain. Returns the records
+ * replayed, or -1 with err (the spool cannot be mapped). */
+long dc_consumer_replay(struct dc_consumer *c, int *spool_err, char *err, size_t errlen);
+
+/* Call records that reached the consumer after the writer failed (not written). */
+uint64_t dc_consumer_unwritten(const struct dc_consumer *c);
+
+/* recover: the state a run journaled at its start (processes, their cwd and fds, the held
+ * child, ranks) set from sp's journal, which replays into this consumer next
+ * (dc_consumer_replay). 0, or -1 with err (a journal cut short: what came before is set). */
+int dc_consumer_restore(struct dc_consumer *c, struct dc_spool *sp, char *err, size_t errlen);
+
 void dc_consumer_free(struct dc_consumer *c);
 
 #endif

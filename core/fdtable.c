@@ -342,6 +342,18 @@ int dc_files_from_proc(int pid)
 	return 0;
 }
 
+const char *dc_files_each_fd(int pid, void (*fn)(void *arg, long fd, const char *path),
+			     void *arg)
+{
+	const struct dc_proc_files *p = dc_files_find(pid);
+	if (!p)
+		return NULL;
+	for (long fd = 0; fd < p->nfds; fd++)
+		if (p->fds[fd].path)
+			fn(arg, fd, p->fds[fd].path);
+	return p->cwd;
+}
+
 void dc_files_set_cwd(struct dc_proc_files *p, const char *abs)
 {
 	char *c = dc_xstrdup(abs);
@@ -530,6 +542,7 @@ const char *dc_files_real(int pid, long fd, uint64_t dev, uint64_t ino, const ch
 {
 	if (lexical[0] != '/')
 		return lexical;
+	char buf[PATH_MAX];
 	if (fd >= 0 && ino) {
 		char link[64];
 		struct stat st;
@@ -543,6 +556,15 @@ const char *dc_files_real(int pid, long fd, uint64_t dev, uint64_t ino, const ch
 			out[n] = 0;
 			if (!strstr(out, " (deleted)"))
 				return out;
+		}
+		struct stat rs;
+		dc_trust_enter_script();
+		same = realpath(lexical, buf) && !stat(buf, &rs) && (uint64_t)rs.st_ino == ino &&
+		       (uint64_t)rs.st_dev == dev && strlen(buf) < cap;
+		dc_trust_leave_script();
+		if (same) {
+			memcpy(out, buf, strlen(buf) + 1);
+			return out;
 		}
 	}
 	const char *slash = strrchr(lexical, '/');

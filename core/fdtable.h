@@ -26,6 +26,11 @@ void dc_files_exit(int pid);
  * and the inode table from the files its fds hold.
  * Returns 0, or -1 when /proc/PID cannot be read. */
 int dc_files_from_proc(int pid);
+/* What dc_files_from_proc found for pid, to be set again elsewhere (a spool's journal,
+ * core/spool.h): calls fn once per fd that has a path, in fd order. Returns the cwd, NULL
+ * when pid has no state. */
+const char *dc_files_each_fd(int pid, void (*fn)(void *arg, long fd, const char *path),
+			     void *arg);
 /* Forgets everything, the interned paths too (end of run). */
 void dc_files_clear(void);
 
@@ -73,7 +78,9 @@ char *dc_files_resolve(const struct dc_proc_files *p, int use_dirfd, long dirfd,
 
 /* The kernel's path of a file a call named by `lexical` (an absolute path made by
  * dc_files_resolve): for a call that opened it (fd >= 0, and ino/dev the inode BPF read
- * from the new fd), what /proc/PID/fd/FD links to, when that fd still holds the same inode;
+ * from the new fd), what /proc/PID/fd/FD links to, when that fd still holds the same inode,
+ * else realpath(3) of lexical when that names the same inode (a symlink to the file: the
+ * process is gone, or closed the fd, by the time a spooled call is decoded);
  * otherwise the real path of its directory (realpath(3): symlinks resolved, bind mounts as
  * the tracer sees them) and its last component. Writes into out (cap bytes) and returns
  * out, or returns `lexical` itself when neither works (a process gone and a directory

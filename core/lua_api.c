@@ -1357,6 +1357,22 @@ static void restrict_libs(lua_State *L)
 	lua_pop(L, 2);
 }
 
+/* `require "luv"`: the script's timers and I/O run while the command does, so it is
+ * live (dc_script_live): its events are decoded as they come, not after the run. */
+static int open_luv_live(lua_State *L)
+{
+	((struct dc_script *)lua_touserdata(L, lua_upvalueindex(1)))->live = 1;
+	return luaopen_luv(L);
+}
+
+static int open_luv_restricted(lua_State *L);
+
+static int open_luv_live_restricted(lua_State *L)
+{
+	((struct dc_script *)lua_touserdata(L, lua_upvalueindex(1)))->live = 1;
+	return open_luv_restricted(L);
+}
+
 /* luaopen_luv without the calls that start processes or new Lua states (a thread's or
  * work's state has the full, unrestricted libraries): they raise the --unsafe error. */
 /* Replaces method `name` of luv's handle type `mt` (its metatable's __index table, luv's
@@ -1451,7 +1467,8 @@ struct dc_script *dc_script_new(uv_loop_t *loop, const struct dc_run_info *info)
 	lua_pushlightuserdata(L, s);
 	lua_setfield(L, LUA_REGISTRYINDEX, "datacrumbs.script");
 	luv_set_callback(L, luv_callback); /* an error in a timer must not end the run */
-	lua_pushcfunction(L, info->unsafe ? luaopen_luv : open_luv_restricted);
+	lua_pushlightuserdata(L, s);
+	lua_pushcclosure(L, info->unsafe ? open_luv_live : open_luv_live_restricted, 1);
 	lua_setfield(L, -2, "luv");
 	lua_pop(L, 1);
 
@@ -1595,6 +1612,11 @@ const struct dc_func *dc_req_next(struct dc_req_iter *it, int *hidden)
 int dc_script_done(const struct dc_script *s)
 {
 	return s->done_code;
+}
+
+int dc_script_live(const struct dc_script *s)
+{
+	return s && s->live;
 }
 
 int dc_script_wants_events(const struct dc_script *s)

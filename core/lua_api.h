@@ -75,6 +75,10 @@ struct dc_req_iter {
  * at the end. */
 const struct dc_func *dc_req_next(struct dc_req_iter *it, int *hidden);
 
+/* 1 when the script required luv (`require "luv"`): it acts while the command runs
+ * (timers, its own I/O), so its events are decoded live, never spooled. s may be NULL. */
+int dc_script_live(const struct dc_script *s);
+
 /* 1 when the script registered an event callback (dc.on_event). */
 int dc_script_wants_events(const struct dc_script *s);
 

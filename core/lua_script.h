@@ -51,6 +51,8 @@ struct dc_script {
 	struct { const char *path; int drop; } dmemo[64]; /* dc_script_drops_path_run's
 				       answers by path address; cleared when prefixes are added */
 	int end_ref;                /* dc.on_end's function, LUA_NOREF: none */
+	int live;                   /* the script required luv: its timers and I/O run while
+				       the command does, so its events are decoded live */
 	unsigned long errors;
 	int started;                /* the script has run: dc.probe is closed */
 	int done, done_code;        /* dc.done was called, with this exit status */

@@ -1,5 +1,5 @@
 /* main.c: the datacrumbs command: parse the command line, run the session (or the
- * features checks, list, check, status), exit with its status. The rest lives in core/. */
+ * features checks, list, check, status, recover), exit with its status. The rest lives in core/. */
 #include <string.h>
 
 #include "check.h"
@@ -7,6 +7,7 @@
 #include "dc_features.h"
 #include "list.h"
 #include "pytools.h"
+#include "recover.h"
 #include "status.h"
 #include "session.h"
 #include "step.h"
@@ -21,6 +22,8 @@ int main(int argc, char **argv)
 		return dc_list_main(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "check"))
 		return dc_check_main(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "recover"))
+		return dc_recover_main(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "step"))
 		return dc_step_main(argc - 1, argv + 1);
 	if (argc >= 2 && dc_pytool_is(argv[1]))

@@ -33,6 +33,7 @@
 #include "probeset.h"
 #include "profile.h"
 #include "resolve.h"
+#include "spool.h"
 #include "outfile.h"
 #include "trust.h"
 #include "util.h"
@@ -101,6 +102,9 @@ struct session {
 	char ctl_buf[256];
 	size_t ctl_len;
 	uint64_t final_events;    /* close_trace: the events that reached the file */
+	struct dc_spool *spool;   /* trace mode's spool (core/spool.h), NULL: decoded live */
+	int spool_err;            /* what stopped the spooling (EFBIG: --spool-size), 0: none */
+	int replayed;             /* the spool was read into the trace (replay) */
 };
 
 
@@ -136,7 +140,7 @@ static void stats_cb(void *ctx, uint64_t out[DC_SS_NR])
 	struct session *s = ctx;
 	uint64_t st[DC_STAT_NR];
 	dc_bpf_stats(s->bpf, st);
-	out[DC_SS_EVENTS] = dc_consumer_written(s->cons);
+	out[DC_SS_EVENTS] = dc_consumer_written(s->cons) + dc_consumer_spooled(s->cons);
 	out[DC_SS_DROPPED] = dc_consumer_dropped(s->cons) + dc_profile_dropped(s->prof);
 	out[DC_SS_LOST] = st[DC_STAT_LOST];
 	out[DC_SS_TOO_DEEP] = st[DC_STAT_DEEP];
@@ -403,7 +407,8 @@ static void on_flush(uv_timer_t *t)
 	if (s->status_line && s->cons) {
 		uint64_t st[DC_STAT_NR] = { 0 };
 		dc_bpf_stats(s->bpf, st);
-		uint64_t wr = dc_consumer_written(s->cons), now = mono_ns();
+		uint64_t wr = dc_consumer_written(s->cons) + dc_consumer_spooled(s->cons);
+		uint64_t now = mono_ns();
 		uint64_t dw = wr - s->st_written, dl = st[DC_STAT_LOST] - s->st_lost;
 		double secs = s->st_ns && now > s->st_ns ? (now - s->st_ns) / 1e9 : 0;
 		/* events/s and the loss over the last flush interval; the totals so far */
@@ -691,33 +696,32 @@ static int proc_info(int pid, char *cmd, size_t cmdlen, char *name, size_t namel
 
 /* The `start` record of the trace (cat datacrumbs), format contract "tracer's own":
  * cmd_hash, exec_hash, cwd of the traced root process and its parent's pid. */
-static void write_start(struct session *s, const char *exec, char **cmdv, uint64_t ts)
+/* The start record's facts: the command line, the cwd and the parent of the traced
+ * process (ours, or for -p what /proc says). Returns the ppid. */
+static int start_facts(struct session *s, char **cmdv, char *cmdline, size_t cmdlen, char *cwd,
+		       size_t cwdlen)
 {
-	char cmdline[4096], cwd[PATH_MAX], name[256];
+	char name[256];
 	int ppid;
 	if (s->started) {
-		join_args(cmdv, cmdline, sizeof(cmdline));
-		if (!getcwd(cwd, sizeof(cwd)))
-			snprintf(cwd, sizeof(cwd), "/");
+		join_args(cmdv, cmdline, cmdlen);
+		if (!getcwd(cwd, cwdlen))
+			snprintf(cwd, cwdlen, "/");
 		ppid = getpid(); /* we are the command's parent */
 	} else {
-		ppid = proc_info(s->child, cmdline, sizeof(cmdline), name, sizeof(name), cwd,
-				 sizeof(cwd));
+		ppid = proc_info(s->child, cmdline, cmdlen, name, sizeof(name), cwd, cwdlen);
 		if (!cwd[0])
-			snprintf(cwd, sizeof(cwd), "/");
+			snprintf(cwd, cwdlen, "/");
 	}
-	int p = s->child;
-	char cmd_h[17], exec_h[17], cwd_h[17];
-	memcpy(cmd_h, dc_writer_string(s->w, p, p, cmdline), 17);
-	memcpy(exec_h, dc_writer_string(s->w, p, p, exec), 17);
-	memcpy(cwd_h, dc_writer_file(s->w, p, p, cwd), 17);
-	dc_writer_begin(s->w, dc_consumer_own_id(s->cons), "start", "datacrumbs", p, p, ts, 0);
-	dc_writer_arg_str(s->w, "cmd_hash", cmd_h);
-	dc_writer_arg_str(s->w, "exec_hash", exec_h);
-	dc_writer_arg_str(s->w, "cwd", cwd_h);
-	dc_writer_arg_str(s->w, "version", DC_VERSION);
-	dc_writer_arg_int(s->w, "ppid", ppid);
-	dc_writer_end(s->w);
+	return ppid;
+}
+
+static void write_start(struct session *s, const char *exec, char **cmdv, uint64_t ts)
+{
+	char cmdline[4096], cwd[PATH_MAX];
+	int ppid = start_facts(s, cmdv, cmdline, sizeof(cmdline), cwd, sizeof(cwd));
+	dc_writer_start(s->w, dc_consumer_own_id(s->cons), s->child, ts, cmdline, exec, cwd, ppid,
+			DC_VERSION);
 }
 
 /* Without root (capabilities only), -p PID is allowed on the caller's own processes only:
@@ -966,6 +970,45 @@ static int load_probes(struct session *s)
 	return 0;
 }
 
+/* Trace mode spools (core/spool.h): during the run the drain threads only copy records
+ * into TRACE.spool/, decoded, passed to the script and written after it (docs/design.md).
+ * Not with --no-spool, profile mode or --auto-profile (they act on the records as they
+ * come), a script that requires luv (it acts during the run), site mode, or without
+ * drain threads. Before anything is attached: every record goes one way. 0, or -1 with
+ * s->err (the spool cannot be made: nothing was attached). */
+static int start_spool(struct session *s, int64_t m2r)
+{
+	const struct dc_opts *o = s->o;
+	if (o->no_spool || s->interval_ns || s->site || dc_script_live(s->script) ||
+	    !dc_consumer_threads(s->cons))
+		return 0;
+	unsigned n = dc_bpf_nshards(s->bpf);
+	s->spool = dc_spool_create(s->trace_path, n, dc_invoker()->uid, dc_invoker()->gid,
+				   s->err, sizeof(s->err));
+	if (!s->spool)
+		return -1;
+	char cmdline[4096], cwd[PATH_MAX];
+	struct dc_jstart st = { .magic = "DCSPOOL1", .event_size = sizeof(struct dc_event),
+				.probe_size = sizeof(struct dc_probe),
+				.layer_size = sizeof(struct dc_layer),
+				.func_size = sizeof(struct dc_func), .nshards = n, .pid = s->child,
+				.compress = o->compress, .mono_to_real_ns = m2r,
+				.start_us = now_us() };
+	st.ppid = start_facts(s, o->cmd, cmdline, sizeof(cmdline), cwd, sizeof(cwd));
+	snprintf(st.version, sizeof(st.version), "%s", DC_VERSION);
+	const void *ptr[7] = { &st, s->host, s->trace_path, s->name, cmdline, s->exec, cwd };
+	size_t len[7] = { sizeof(st) };
+	for (int i = 1; i < 7; i++)
+		len[i] = strlen(ptr[i]) + 1;
+	if (dc_spool_note(s->spool, DC_J_HEAD, 7, ptr, len) ||
+	    dc_consumer_spool(s->cons, s->spool, o->spool_bytes)) {
+		snprintf(s->err, sizeof(s->err), "cannot start the spool %s: %s",
+			 dc_spool_dir(s->spool), strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* Creates the trace file s->trace_path (the invoking user's: under sudo the caller, in
  * site mode's consumer the job's user), its writer, the ring buffer consumer and the
  * profile tables. 0, or -1 with s->err. run and site mode's consumer share it. */
@@ -991,7 +1034,7 @@ static int create_trace(struct session *s)
 		return -1;
 	}
 	dc_consumer_set_profile(s->cons, s->prof, s->interval_ns > 0 && !s->standby);
-	return 0;
+	return start_spool(s, m2r);
 }
 
 /* Step: forks CMD, held until every probe is attached; creates the trace file, its writer,
@@ -1221,11 +1264,35 @@ static int start_target(struct session *s)
 	return 0;
 }
 
+/* After the run: the spooled records decoded, through the script, into the trace, by
+ * the drain's own path (a full spool's leftovers in the ring buffers follow, drain). */
+static void replay(struct session *s)
+{
+	if (!s->spool)
+		return;
+	char err[PATH_MAX + 64];
+	s->draining = 1; /* a callback's uv.run must not drain meanwhile */
+	long n = dc_consumer_replay(s->cons, &s->spool_err, err, sizeof(err));
+	s->draining = 0;
+	s->replayed = 1;
+	if (n < 0) {
+		fprintf(stderr, "datacrumbs: cannot read the spool: %s\n", err);
+		cut(s, EIO);
+	}
+	if (s->spool_err && !dc_consumer_spool_switched(s->cons)) /* at its very end */
+		fprintf(stderr, "datacrumbs: warning: the spool %s %s: its last records are "
+			"read from the ring buffers\n", dc_spool_dir(s->spool), s->spool_err == EFBIG
+			? "reached its --spool-size" : strerror(s->spool_err));
+	if (dc_writer_error(s->w))
+		cut(s, dc_writer_error(s->w));
+}
+
 /* Step: runs the loop until the command ends, drains the ring buffer, writes the last
  * interval and runs the script's end; s->rc becomes the command's exit code. */
 static void run_to_end(struct session *s)
 {
 	uv_run(&s->loop, UV_RUN_DEFAULT);
+	replay(s);
 	drain(s);
 	/* the last, partial interval, through the callbacks, before on_end */
 	dc_consumer_count(s->cons, dc_profile_flush(s->prof, 0, 1));
@@ -1270,6 +1337,26 @@ static void write_end(struct session *s)
 	dc_writer_end(s->w);
 }
 
+/* Teardown: the spool goes once the trace holds it all; else it stays for recover. */
+static void end_spool(struct session *s, int complete)
+{
+	if (!s->spool)
+		return;
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", dc_spool_dir(s->spool));
+	if (complete || !s->replayed || dc_consumer_spool_switched(s->cons)) {
+		/* all in the trace (or in the part that went live), or a run never started */
+		if (dc_spool_remove(s->spool))
+			fprintf(stderr, "datacrumbs: warning: cannot remove the spool %s: %s\n", dir,
+				strerror(errno));
+	} else {
+		dc_spool_free(s->spool);
+		fprintf(stderr, "datacrumbs: the spool %s is kept: `datacrumbs recover %s` "
+			"writes the trace from it\n", dir, dir);
+	}
+	s->spool = NULL;
+}
+
 /* Teardown: closes the trace (complete, or left without its "]"), says on stderr what was
  * written, and sets the exit code of a trace that could not be written. */
 static void close_trace(struct session *s)
@@ -1301,7 +1388,8 @@ static void close_trace(struct session *s)
 				 "errors)", (unsigned long long)dropped, errs);
 		if (s->cut)
 			snprintf(unwritten, sizeof(unwritten), ", %llu not written",
-				 (unsigned long long)(all > n ? all - n : 0));
+				 (unsigned long long)((all > n ? all - n : 0) +
+						      dc_consumer_unwritten(s->cons)));
 		if (s->stats[DC_STAT_DEEP])
 			fprintf(stderr, "datacrumbs: warning: %llu calls nested deeper than %d on "
 				"one thread were not recorded\n",
@@ -1313,6 +1401,7 @@ static void close_trace(struct session *s)
 				(unsigned long long)n, extra, unwritten,
 				(unsigned long long)s->stats[DC_STAT_LOST], shards, s->trace_path,
 				complete ? "" : " (INCOMPLETE: cut short)");
+		end_spool(s, complete);
 		if (o->summary && !s->cut)
 			dc_pytool_summary(s->trace_path);
 		if (s->cut)
@@ -1349,6 +1438,7 @@ static int teardown(struct session *s)
 		dc_script_set_stats(s->script, NULL, NULL);
 		dc_script_set_reader(s->script, NULL, NULL); /* luv callbacks may still run */
 	}
+	dc_spool_free(s->spool); /* a run that failed before its trace was closed */
 	dc_consumer_free(s->cons);
 	dc_profile_free(s->prof);
 	/* close our handles and the script's (luv) while the Lua state still exists */

@@ -37,7 +37,7 @@
 struct qhead {
 	uint64_t key;
 	uint32_t size;
-	uint32_t pad;
+	uint32_t copy; /* 1: a live kind's copy of a spooled record (dc_shards_spool) */
 };
 
 struct queue {
@@ -66,11 +66,18 @@ struct shard {
 	struct queue spare[DC_SPARE_MAX];
 	unsigned nspare;
 	size_t cap;               /* `in` stops growing here: the ring buffer then fills */
+	/* spooling (dc_shards_spool): the file the ring's bytes go to, -1: none; its
+	 * length; the first error that stopped it (0: none); records in it */
+	int spool_fd;
+	uint64_t spool_off;
+	int spool_err;
+	_Atomic uint64_t spooled;
 };
 
 struct dc_shards {
 	struct shard *s;
 	unsigned n, nthreads;
+	unsigned nepfds;          /* epfds' length (nthreads is 0 once they are stopped) */
 	pthread_t *threads;
 	int *epfds;               /* one per drain thread */
 	/* dc_shards_defer: while `deferred` (1; stored last, release), the merge's thread
@@ -84,6 +91,14 @@ struct dc_shards {
 	int epall;                /* without drain threads: every ring buffer's, polled */
 	size_t notify_bytes;
 	int started;
+	/* spooling: the kinds also queued for the merge (bit k: enum dc_kind k), the bytes
+	 * the files may take in all (0: no bound) and have taken */
+	unsigned live_kinds;
+	uint64_t spool_limit;
+	_Atomic uint64_t spool_bytes;
+	atomic_int spool_failed;  /* the first error that stopped a shard's spooling: from
+				     then every shard queues its records (read_ring) */
+	int skip_copies;          /* the spool was replayed: the copies are not handed on */
 };
 
 static uint64_t mono_ns(void)
@@ -117,6 +132,25 @@ static void q_room(struct queue *q, size_t more)
 	q->cap = cap;
 }
 
+/* Appends record rec (n bytes) to s->in with its merge key. Returns -1, copying nothing,
+ * when s->in would pass s->cap, else 0. Caller holds s->mu. */
+static int enqueue(struct shard *s, const char *rec, uint32_t n, int copy)
+{
+	size_t need = sizeof(struct qhead) + ((n + 7) & ~7U);
+	if (s->in.len - s->in.off + need > s->cap)
+		return -1;
+	q_room(&s->in, need);
+	struct qhead *h = (void *)(s->in.buf + s->in.len);
+	h->key = 0;
+	if (n >= sizeof(struct dc_event))
+		memcpy(&h->key, rec + offsetof(struct dc_event, sent), sizeof(h->key));
+	h->size = n;
+	h->copy = (uint32_t)copy;
+	memcpy(h + 1, rec, n);
+	s->in.len += need;
+	return 0;
+}
+
 /* Copies the records waiting in shard s's ring buffer into s->in, until it holds s->cap
  * bytes (the rest stays in the ring). The layout and the memory order are the kernel's
  * (kernel/bpf/ringbuf.c: 8-byte headers, len with the busy and discard bits, records
@@ -133,22 +167,10 @@ static int read_ring(struct shard *s)
 		if (len & BPF_RINGBUF_BUSY_BIT)
 			break; /* reserved, not yet submitted: the records after it wait too */
 		uint32_t n = len & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT);
-		if (!(len & BPF_RINGBUF_DISCARD_BIT)) {
-			size_t need = sizeof(struct qhead) + ((n + 7) & ~7U);
-			if (s->in.len - s->in.off + need > s->cap) {
-				full = 1;
-				break;
-			}
-			q_room(&s->in, need);
-			const char *rec = (const char *)lenp + BPF_RINGBUF_HDR_SZ;
-			struct qhead *h = (void *)(s->in.buf + s->in.len);
-			h->key = 0;
-			if (n >= sizeof(struct dc_event))
-				memcpy(&h->key, rec + offsetof(struct dc_event, sent), sizeof(h->key));
-			h->size = n;
-			h->pad = 0;
-			memcpy(h + 1, rec, n);
-			s->in.len += need;
+		if (!(len & BPF_RINGBUF_DISCARD_BIT) &&
+		    enqueue(s, (const char *)lenp + BPF_RINGBUF_HDR_SZ, n, 0)) {
+			full = 1;
+			break;
 		}
 		cons += (n + BPF_RINGBUF_HDR_SZ + 7) & ~7UL;
 		if (cons >= prod) /* caught up: see what came meanwhile */
@@ -156,6 +178,132 @@ static int read_ring(struct shard *s)
 		atomic_store_explicit(s->cons_pos, cons, memory_order_release);
 	}
 	return full;
+}
+
+/* The ring's committed records from cons on, up to the first still busy one and at most
+ * one ring's worth (the data pages are mapped twice, so these bytes are contiguous): their
+ * byte length; *live_seen: 1 when one of them is of a kind in `live` (bit k: kind k);
+ * *nrec: how many are not discarded. */
+static size_t ring_span(const struct shard *s, unsigned long cons, unsigned live, int *live_seen,
+			uint64_t *nrec)
+{
+	unsigned long end = cons;
+	unsigned long prod = atomic_load_explicit(s->prod_pos, memory_order_acquire);
+	while (end < prod && end - cons < s->size) {
+		const _Atomic uint32_t *lenp = (const void *)(s->data + (end & s->mask));
+		/* the headers lie a record apart, in lines another CPU wrote: ask for those
+		 * ahead (the mapping is twice the ring: in bounds) */
+		__builtin_prefetch((const char *)lenp + 1024);
+		uint32_t len = atomic_load_explicit(lenp, memory_order_acquire);
+		if (len & BPF_RINGBUF_BUSY_BIT)
+			break;
+		uint32_t n = len & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT);
+		size_t step = (n + BPF_RINGBUF_HDR_SZ + 7) & ~7UL;
+		if (end + step - cons > s->size)
+			break;
+		if (!(len & BPF_RINGBUF_DISCARD_BIT)) {
+			uint32_t kind = 0;
+			if (n >= sizeof(kind))
+				memcpy(&kind, (const char *)lenp + BPF_RINGBUF_HDR_SZ, sizeof(kind));
+			*live_seen |= kind < 32 && (live >> kind & 1);
+			++*nrec;
+		}
+		end += step;
+		if (end >= prod)
+			prod = atomic_load_explicit(s->prod_pos, memory_order_acquire);
+	}
+	return end - cons;
+}
+
+/* Walks the records of [p, p + len) (ring layout: 8-byte headers, records padded to 8):
+ * queues those of the live kinds into s->in (when `live`), and returns the bytes of the
+ * whole records among the first `keep` bytes (keep = len: all of them). */
+static size_t span_walk(struct shard *s, const char *p, size_t len, unsigned live, size_t keep,
+			uint64_t *nrec)
+{
+	size_t off = 0;
+	while (off + BPF_RINGBUF_HDR_SZ <= len) {
+		uint32_t hdr;
+		memcpy(&hdr, p + off, sizeof(hdr));
+		uint32_t n = hdr & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT);
+		size_t step = (n + BPF_RINGBUF_HDR_SZ + 7) & ~7UL;
+		if (off + step > keep)
+			break;
+		const char *rec = p + off + BPF_RINGBUF_HDR_SZ;
+		uint32_t kind = 0;
+		if (n >= sizeof(kind))
+			memcpy(&kind, rec, sizeof(kind));
+		if (live && !(hdr & BPF_RINGBUF_DISCARD_BIT) && kind < 32 && (live >> kind & 1))
+			enqueue(s, rec, n, 1); /* a few (loads, execs): past the cap, dropped */
+		*nrec += !(hdr & BPF_RINGBUF_DISCARD_BIT);
+		off += step;
+	}
+	return off;
+}
+
+/* Spooling: appends the records waiting in s's ring buffer to its spool file as the ring
+ * holds them (one copy, into the page cache: no record is decoded), queues those of the
+ * live kinds for the merge too, and frees their room in the ring. Stops for good at the
+ * spool's bound or a write error (the ring buffer then fills: BPF counts what is lost);
+ * a short write is cut back to its last whole record. Returns 1 when records were left
+ * in the ring for want of time (read again at once), else 0 (also once stopped for good).
+ * Caller holds s->mu. */
+static int spool_ring(struct dc_shards *sh, struct shard *s)
+{
+	if (s->spool_err)
+		return 0;
+	unsigned long cons = atomic_load_explicit(s->cons_pos, memory_order_relaxed);
+	int live = 0;
+	uint64_t nrec = 0;
+	size_t span = ring_span(s, cons, sh->live_kinds, &live, &nrec);
+	if (!span)
+		return 0;
+	if (sh->spool_limit && atomic_load(&sh->spool_bytes) + span > sh->spool_limit) {
+		s->spool_err = EFBIG;
+		return 0;
+	}
+	const char *p = s->data + (cons & s->mask);
+	size_t done = 0;
+	while (done < span) {
+		ssize_t w = write(s->spool_fd, p + done, span - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			s->spool_err = w < 0 ? errno : ENOSPC;
+			break;
+		}
+		done += (size_t)w;
+	}
+	size_t whole = span;
+	if (live || done < span) { /* a second walk: rare kinds to queue, or a cut record */
+		nrec = 0;
+		whole = span_walk(s, p, span, live ? sh->live_kinds : 0, done, &nrec);
+	}
+	if (whole != done) { /* a record cut by a short write: not in the spool */
+		if (ftruncate(s->spool_fd, (off_t)(s->spool_off + whole)) ||
+		    lseek(s->spool_fd, (off_t)(s->spool_off + whole), SEEK_SET) < 0)
+			s->spool_err = errno;
+	}
+	s->spool_off += whole;
+	atomic_fetch_add(&sh->spool_bytes, whole);
+	atomic_fetch_add(&s->spooled, nrec);
+	atomic_store_explicit(s->cons_pos, cons + whole, memory_order_release);
+	return !s->spool_err && whole < span;
+}
+
+/* Reads shard s's ring buffer into its spool, or else (none, or once a shard's spooling
+ * failed) into s->in (read_ring). */
+static int read_shard(struct dc_shards *sh, struct shard *s)
+{
+	if (s->spool_fd < 0 || atomic_load_explicit(&sh->spool_failed, memory_order_relaxed))
+		return read_ring(s);
+	int left = spool_ring(sh, s);
+	if (s->spool_err) {
+		int zero = 0;
+		atomic_compare_exchange_strong(&sh->spool_failed, &zero, s->spool_err);
+		return read_ring(s); /* what the spool did not take */
+	}
+	return left;
 }
 
 /* The first of s's taken queues with records left, NULL when none: emptied ones go to the
@@ -237,10 +385,11 @@ static void *drain_thread(void *arg)
 			struct shard *s = &sh->s[k];
 			pthread_mutex_lock(&s->mu);
 			size_t before = s->in.len - s->in.off;
-			full |= read_ring(s);
+			full |= read_shard(sh, s);
 			size_t now = s->in.len - s->in.off;
 			got |= now != before;
-			tell |= now >= sh->notify_bytes;
+			/* spooling: `in` holds the live kinds' records alone, each worth a look */
+			tell |= now >= sh->notify_bytes || (s->spool_fd >= 0 && now != before);
 			most = now > most ? now : most;
 			pthread_mutex_unlock(&s->mu);
 		}
@@ -298,6 +447,7 @@ struct dc_shards *dc_shards_new(const int *fds, unsigned n, size_t size, unsigne
 	sh->notify = sh->stop = sh->epall = -1;
 	sh->notify_bytes = size / 8;
 	for (unsigned k = 0; k < n; k++) {
+		sh->s[k].spool_fd = -1;
 		pthread_mutex_init(&sh->s[k].mu, NULL);
 		if (map_shard(&sh->s[k], fds[k], size)) {
 			snprintf(err, errlen, "cannot map ring buffer %u: %s", k, strerror(errno));
@@ -332,6 +482,7 @@ struct dc_shards *dc_shards_new(const int *fds, unsigned n, size_t size, unsigne
 		dc_shards_free(sh);
 		return NULL;
 	}
+	sh->nepfds = sh->nthreads;
 	for (unsigned t = 0; t < sh->nthreads; t++)
 		sh->epfds[t] = -1;
 	for (unsigned t = 0; t < sh->nthreads; t++) {
@@ -340,7 +491,10 @@ struct dc_shards *dc_shards_new(const int *fds, unsigned n, size_t size, unsigne
 		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = UINT32_MAX };
 		int bad = ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, sh->stop, &ev);
 		for (unsigned k = t; !bad && k < n; k += sh->nthreads) {
-			struct epoll_event rv = { .events = EPOLLIN, .data.u32 = k };
+			/* edge-triggered: woken when BPF wakes the ring's waiters (an eighth
+			 * waits: bpf/common.bpf.h submit_flags), not whenever a record waits,
+			 * which made a busy thread spin on one record at a time */
+			struct epoll_event rv = { .events = EPOLLIN | EPOLLET, .data.u32 = k };
 			bad = epoll_ctl(ep, EPOLL_CTL_ADD, fds[k], &rv) != 0;
 		}
 		struct thread_arg *ta = bad ? NULL : malloc(sizeof(*ta));
@@ -411,7 +565,7 @@ long dc_shards_drain(struct dc_shards *sh, long max, dc_shard_fn fn, void *ctx)
 			struct shard *s = &sh->s[k];
 			pthread_mutex_lock(&s->mu);
 			take(s);
-			full |= read_ring(s);
+			full |= read_shard(sh, s);
 			take(s);
 			pthread_mutex_unlock(&s->mu);
 		}
@@ -446,6 +600,8 @@ long dc_shards_drain(struct dc_shards *sh, long max, dc_shard_fn fn, void *ctx)
 			struct queue *q = bq;
 			const struct qhead *h = (const void *)(q->buf + q->off);
 			q->off += sizeof(*h) + ((h->size + 7) & ~7U);
+			if (h->copy && sh->skip_copies)
+				continue; /* handed on by the spool's replay */
 			fn(ctx, h + 1, h->size);
 			done++;
 		}
@@ -489,10 +645,26 @@ void dc_shards_lift(struct dc_shards *sh)
 			strerror(errno));
 }
 
-void dc_shards_free(struct dc_shards *sh)
+
+int dc_shards_spool(struct dc_shards *sh, const int *fds, uint64_t limit, unsigned live_kinds)
 {
-	if (!sh)
-		return;
+	if (!sh->nthreads) {
+		errno = EPERM; /* the caller's thread would copy the records: no gain */
+		return -1;
+	}
+	sh->live_kinds = live_kinds;
+	sh->spool_limit = limit;
+	for (unsigned k = 0; k < sh->n; k++) {
+		pthread_mutex_lock(&sh->s[k].mu);
+		sh->s[k].spool_fd = fds[k];
+		pthread_mutex_unlock(&sh->s[k].mu);
+	}
+	return 0;
+}
+
+/* Stops and joins the drain threads (the stop eventfd; they end at their next wake-up). */
+static void stop_threads(struct dc_shards *sh)
+{
 	if (sh->stop >= 0) {
 		uint64_t one = 1;
 		if (write(sh->stop, &one, sizeof(one)) < 0) {
@@ -501,7 +673,57 @@ void dc_shards_free(struct dc_shards *sh)
 	}
 	for (unsigned t = 0; sh->threads && t < sh->nthreads; t++)
 		pthread_join(sh->threads[t], NULL);
-	for (unsigned t = 0; sh->epfds && t < sh->nthreads; t++)
+	sh->nthreads = 0;
+}
+
+int dc_shards_spool_end(struct dc_shards *sh)
+{
+	stop_threads(sh);
+	int err = 0;
+	for (unsigned k = 0; k < sh->n; k++) {
+		struct shard *s = &sh->s[k];
+		pthread_mutex_lock(&s->mu);
+		if (s->spool_fd >= 0) {
+			while (!atomic_load(&sh->spool_failed) && spool_ring(sh, s))
+				;
+			err = err ? err : s->spool_err;
+			s->spool_fd = -1;
+		}
+		pthread_mutex_unlock(&s->mu);
+	}
+	sh->skip_copies = 1; /* the replay hands on what they copied */
+	sh->epall = epoll_create1(EPOLL_CLOEXEC); /* from now the caller's thread reads */
+	for (unsigned k = 0; sh->epall >= 0 && k < sh->n; k++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = k };
+		epoll_ctl(sh->epall, EPOLL_CTL_ADD, sh->s[k].fd, &ev);
+	}
+	return err;
+}
+
+int dc_shards_spool_failed(struct dc_shards *sh)
+{
+	return atomic_load(&sh->spool_failed);
+}
+
+void dc_shards_spool_replayed(struct dc_shards *sh)
+{
+	sh->skip_copies = 1;
+}
+
+uint64_t dc_shards_spooled(struct dc_shards *sh)
+{
+	uint64_t n = 0;
+	for (unsigned k = 0; k < sh->n; k++)
+		n += atomic_load(&sh->s[k].spooled);
+	return n;
+}
+
+void dc_shards_free(struct dc_shards *sh)
+{
+	if (!sh)
+		return;
+	stop_threads(sh);
+	for (unsigned t = 0; sh->epfds && t < sh->nepfds; t++)
 		if (sh->epfds[t] >= 0)
 			close(sh->epfds[t]);
 	long page = sysconf(_SC_PAGESIZE);

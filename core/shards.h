@@ -4,6 +4,7 @@
 #define DC_SHARDS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct dc_shards;
 
@@ -50,6 +51,35 @@ int dc_shards_defer(struct dc_shards *sh, size_t bytes);
 /* Lifts a deferred merge back to its nice value before (once; any thread; nothing when
  * not deferred). */
 void dc_shards_lift(struct dc_shards *sh);
+
+/* Spools the records while the traced program runs: from now each drain thread appends
+ * its shards' records to fds[k] (shard k's file) exactly as the ring buffer holds them
+ * (8-byte headers: kernel/bpf/ringbuf.c; records padded to 8): one copy, into the page
+ * cache, nothing decoded. Records of the kinds in live_kinds (bit k: enum dc_kind k,
+ * bpf/datacrumbs.h) are also queued for dc_shards_drain, which hands on nothing else.
+ * limit: the files' bytes in all (0: no bound). Past it, or after a write error, no
+ * shard spools any more: from then they queue every record as without a spool
+ * (dc_shards_spool_failed says so; the caller replays the spool, dc_shards_spool_replayed,
+ * then takes the queues). Returns 0, or -1 with errno EPERM without drain threads. The fds
+ * stay the caller's. */
+int dc_shards_spool(struct dc_shards *sh, const int *fds, uint64_t limit, unsigned live_kinds);
+
+/* Ends the spooling: stops and joins the drain threads, spools what the ring buffers hold
+ * (no more comes once the traced processes are gone), and from then dc_shards_drain
+ * reads the ring buffers itself; the live kinds' copies are not handed on again. Returns
+ * 0, or the first error that stopped a shard's spooling (EFBIG: the bound; ENOSPC, EIO:
+ * write(2)): what came after it is queued, not spooled. */
+int dc_shards_spool_end(struct dc_shards *sh);
+
+/* The error that ended the spooling during the run (EFBIG: the bound; ENOSPC, EIO:
+ * write(2)), 0: none. */
+int dc_shards_spool_failed(struct dc_shards *sh);
+
+/* The spool was replayed: the live kinds' copies still queued are not handed on again. */
+void dc_shards_spool_replayed(struct dc_shards *sh);
+
+/* The records spooled so far (any thread). */
+uint64_t dc_shards_spooled(struct dc_shards *sh);
 
 /* Stops and joins the drain threads, unmaps the ring buffers (their fds stay open:
  * core/attach.c owns them) and frees sh; NULL is fine. */

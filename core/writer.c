@@ -1194,3 +1194,20 @@ int dc_writer_close(struct dc_writer *w, int complete)
 	}
 	return 0;
 }
+
+void dc_writer_start(struct dc_writer *w, uint64_t id, int pid, uint64_t ts_us,
+		     const char *cmdline, const char *exec, const char *cwd, int ppid,
+		     const char *version)
+{
+	char cmd_h[17], exec_h[17], cwd_h[17];
+	memcpy(cmd_h, dc_writer_string(w, pid, pid, cmdline), 17);
+	memcpy(exec_h, dc_writer_string(w, pid, pid, exec), 17);
+	memcpy(cwd_h, dc_writer_file(w, pid, pid, cwd), 17);
+	dc_writer_begin(w, id, "start", "datacrumbs", pid, pid, ts_us, 0);
+	dc_writer_arg_str(w, "cmd_hash", cmd_h);
+	dc_writer_arg_str(w, "exec_hash", exec_h);
+	dc_writer_arg_str(w, "cwd", cwd_h);
+	dc_writer_arg_str(w, "version", version);
+	dc_writer_arg_int(w, "ppid", ppid);
+	dc_writer_end(w);
+}

@@ -49,6 +49,13 @@ void dc_writer_meta(struct dc_writer *w, const char *kind, int pid, int tid,
  * (ts since the Unix epoch). args.hhash is written first automatically. */
 void dc_writer_begin(struct dc_writer *w, uint64_t id, const char *name, const char *cat,
 		     int pid, int tid, uint64_t ts_us, uint64_t dur_us);
+/* The `start` record (docs/trace-format.md): the traced process pid, its command line,
+ * executable and cwd (as SH, SH and FH), the tracer's version, its parent ppid; ts_us
+ * since the Unix epoch, id one of the tracer's own. */
+void dc_writer_start(struct dc_writer *w, uint64_t id, int pid, uint64_t ts_us,
+		     const char *cmdline, const char *exec, const char *cwd, int ppid,
+		     const char *version);
+
 /* A counter event (ph "C", no id/dur): begin with this, then args, then dc_writer_end. */
 void dc_writer_begin_counter(struct dc_writer *w, const char *name, const char *cat,
 			     int pid, int tid, uint64_t ts_us);

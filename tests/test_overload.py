@@ -3,7 +3,8 @@
 the run then switches to profile mode: exactly one `overload` record (reason, mode, the
 threshold given, lost > 0), counter events after it, every write accounted for (complete
 events + counted calls <= N <= those + lost), and a trace that validates. Without the
-option the same run stays in trace mode."""
+option the same run stays in trace mode (decoding live: --no-spool); spooled, the slow
+callback runs after the command and nothing is lost."""
 import os
 import sys
 
@@ -64,8 +65,9 @@ check(len(x) + counted <= N <= len(x) + counted + end["lost"],
       (len(x), counted, N, end["lost"]))
 check("profile mode from now" in r.stderr, "stderr says the switch: %s" % r.stderr.strip())
 
-# 2. without the option: trace mode to the end (the same loss, counted, no switch)
-r, ev = run("none", [])
+# 2. without the option, decoding live (--no-spool): trace mode to the end (the same loss,
+# counted, no switch)
+r, ev = run("none", ["--no-spool"])
 equal([e for e in ev if e.get("name") == "overload" or e.get("ph") == "C"], [],
       "no --auto-profile: no overload record, no counters")
 end = [e for e in ev if e.get("name") == "end"][0]["args"]
@@ -73,6 +75,20 @@ x, _ = writes(ev)
 check(end["lost"] > 0 and len(x) + end["lost"] >= N and len(x) <= N,
       "no --auto-profile: %d complete writes + %d lost cover the %d writes" %
       (len(x), end["lost"], N))
+
+# 2b. spooled (the default): the callback runs after the command, on every record the
+# drain threads copied during the run: nothing lost, every write an event
+N2 = 20000
+d = dctest.workdir("overload-spool")
+r = dctest.run_dc(["run", "-o", d, "--buffer-size", "64K", SCRIPT, "--", PROG, str(N2)])
+equal(r.returncode, 0, "spooled: exit status (stderr: %s)" % r.stderr.strip())
+trace = dctest.find_trace(d)
+dctest.check_pfw(trace)
+ev, _, _ = dctest.read_trace(trace)
+x, _ = writes(ev)
+end = [e for e in ev if e.get("name") == "end"][0]["args"]
+equal((len(x), end["lost"]), (N2, 0), "spooled: (complete writes, lost)")
+equal(os.listdir(d), [os.path.basename(trace)], "spooled: only the trace is left")
 
 # 3. bad values are refused
 for bad in ("-1", "101", "x", "nan"):

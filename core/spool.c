@@ -1,0 +1,396 @@
+/* spool.c: a trace-mode run's spool: its directory and files, the journal's entries, and
+ * the replay that merges the spooled records by `sent` after the run (or in recover). */
+#include "spool.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <linux/bpf.h>
+
+#include "attach.h"
+#include "probes.h"
+#include "util.h"
+#include "../bpf/datacrumbs.h"
+
+#define DC_JOURNAL "journal"
+
+struct dc_spool {
+	char dir[PATH_MAX];
+	int dirfd;
+	unsigned n;
+	int fds[DC_MAX_SHARDS];
+	int journal;
+};
+
+static void shard_name(char *buf, size_t len, unsigned k)
+{
+	snprintf(buf, len, "shard-%u", k);
+}
+
+/* Opens (creating: O_EXCL) file `name` in sp's directory. fd, or -1 with errno. */
+static int spool_file(struct dc_spool *sp, const char *name, int create, uid_t uid, gid_t gid)
+{
+	int fd = openat(sp->dirfd, name, create ? O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+			O_CLOEXEC : O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0 && create && fchown(fd, uid, gid)) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+static struct dc_spool *spool_alloc(const char *dir)
+{
+	struct dc_spool *sp = calloc(1, sizeof(*sp));
+	if (!sp)
+		return NULL;
+	snprintf(sp->dir, sizeof(sp->dir), "%s", dir);
+	sp->dirfd = sp->journal = -1;
+	for (unsigned k = 0; k < DC_MAX_SHARDS; k++)
+		sp->fds[k] = -1;
+	return sp;
+}
+
+struct dc_spool *dc_spool_create(const char *trace, unsigned nshards, uid_t uid, gid_t gid,
+				 char *err, size_t errlen)
+{
+	char dir[PATH_MAX];
+	if ((size_t)snprintf(dir, sizeof(dir), "%s.spool", trace) >= sizeof(dir) ||
+	    nshards > DC_MAX_SHARDS) {
+		snprintf(err, errlen, "%s.spool: name too long", trace);
+		return NULL;
+	}
+	struct dc_spool *sp = spool_alloc(dir);
+	if (!sp) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (mkdir(dir, 0700)) {
+		snprintf(err, errlen, "cannot create the spool %s: %s%s", dir, strerror(errno),
+			 errno == EEXIST ? " (a run killed before? `datacrumbs recover` it, or "
+			 "remove it)" : "");
+		free(sp);
+		return NULL;
+	}
+	sp->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sp->dirfd < 0 || fchown(sp->dirfd, uid, gid)) {
+		snprintf(err, errlen, "cannot open the spool %s: %s", dir, strerror(errno));
+		dc_spool_remove(sp);
+		return NULL;
+	}
+	sp->n = nshards;
+	char name[32];
+	for (unsigned k = 0; k < nshards; k++) {
+		shard_name(name, sizeof(name), k);
+		if ((sp->fds[k] = spool_file(sp, name, 1, uid, gid)) < 0)
+			break;
+	}
+	if (sp->n && sp->fds[sp->n - 1] < 0)
+		snprintf(name, sizeof(name), "shard files");
+	else if ((sp->journal = spool_file(sp, DC_JOURNAL, 1, uid, gid)) < 0)
+		snprintf(name, sizeof(name), DC_JOURNAL);
+	if (sp->journal < 0) {
+		snprintf(err, errlen, "cannot create the spool's %s in %s: %s", name, dir,
+			 strerror(errno));
+		dc_spool_remove(sp);
+		return NULL;
+	}
+	return sp;
+}
+
+/* Reads the journal's first entry into *st. 0, or -1 with err. */
+static int read_start(struct dc_spool *sp, struct dc_jstart *st, char *err, size_t errlen)
+{
+	struct dc_jhead h;
+	if (pread(sp->journal, &h, sizeof(h), 0) != sizeof(h) || h.tag != DC_J_HEAD ||
+	    h.len < sizeof(*st) || pread(sp->journal, st, sizeof(*st), sizeof(h)) != sizeof(*st) ||
+	    memcmp(st->magic, "DCSPOOL1", 8)) {
+		snprintf(err, errlen, "%s/%s: not a datacrumbs spool journal", sp->dir, DC_JOURNAL);
+		return -1;
+	}
+	if (st->event_size != sizeof(struct dc_event) || st->probe_size != sizeof(struct dc_probe) ||
+	    st->layer_size != sizeof(struct dc_layer) || st->func_size != sizeof(struct dc_func) ||
+	    st->nshards > DC_MAX_SHARDS) {
+		snprintf(err, errlen, "%s: written by datacrumbs %.31s, whose records this build "
+			 "(%s) does not read: recover it with that version", sp->dir, st->version,
+			 DC_VERSION);
+		return -1;
+	}
+	return 0;
+}
+
+struct dc_spool *dc_spool_open(const char *dir, char *err, size_t errlen)
+{
+	struct dc_spool *sp = spool_alloc(dir);
+	if (!sp) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	sp->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (sp->dirfd < 0 || (sp->journal = spool_file(sp, DC_JOURNAL, 0, 0, 0)) < 0) {
+		snprintf(err, errlen, "%s%s%s: %s", dir, sp->dirfd < 0 ? "" : "/",
+			 sp->dirfd < 0 ? "" : DC_JOURNAL, strerror(errno));
+		dc_spool_free(sp);
+		return NULL;
+	}
+	struct dc_jstart st;
+	if (read_start(sp, &st, err, errlen)) {
+		dc_spool_free(sp);
+		return NULL;
+	}
+	sp->n = st.nshards;
+	char name[32];
+	for (unsigned k = 0; k < sp->n; k++) {
+		shard_name(name, sizeof(name), k);
+		if ((sp->fds[k] = spool_file(sp, name, 0, 0, 0)) < 0) {
+			snprintf(err, errlen, "%s/%s: %s", dir, name, strerror(errno));
+			dc_spool_free(sp);
+			return NULL;
+		}
+	}
+	return sp;
+}
+
+const int *dc_spool_fds(const struct dc_spool *sp)
+{
+	return sp->fds;
+}
+
+unsigned dc_spool_nshards(const struct dc_spool *sp)
+{
+	return sp->n;
+}
+
+const char *dc_spool_dir(const struct dc_spool *sp)
+{
+	return sp->dir;
+}
+
+int dc_spool_note(struct dc_spool *sp, enum dc_jtag tag, int n, const void *const *ptr,
+		  const size_t *len)
+{
+	struct dc_jhead h = { (uint32_t)tag, 0 };
+	struct iovec iov[8];
+	if (n > 7) {
+		errno = EINVAL;
+		return -1;
+	}
+	iov[0] = (struct iovec){ &h, sizeof(h) };
+	for (int i = 0; i < n; i++) {
+		iov[i + 1] = (struct iovec){ (void *)ptr[i], len[i] };
+		h.len += (uint32_t)len[i];
+	}
+	ssize_t want = (ssize_t)(sizeof(h) + h.len);
+	ssize_t w = writev(sp->journal, iov, n + 1); /* O_APPEND not needed: one writer */
+	if (w == want)
+		return 0;
+	if (w >= 0)
+		errno = ENOSPC;
+	return -1;
+}
+
+int dc_spool_note_probe(struct dc_spool *sp, unsigned index, const struct dc_probe *pr)
+{
+	const void *ptr[5] = { &index, pr, pr->layer, pr->func, pr->func->name };
+	size_t len[5] = { sizeof(index), sizeof(*pr), sizeof(*pr->layer), sizeof(*pr->func),
+			  strlen(pr->func->name) + 1 };
+	return dc_spool_note(sp, DC_J_PROBE, 5, ptr, len);
+}
+
+struct dc_probe *dc_spool_probe(const void *p, uint32_t len, unsigned *index)
+{
+	size_t fixed = sizeof(unsigned) + sizeof(struct dc_probe) + sizeof(struct dc_layer) +
+		       sizeof(struct dc_func);
+	const char *b = p;
+	if (len <= fixed || b[len - 1])
+		return NULL;
+	struct dc_probe *pr = calloc(1, sizeof(*pr));
+	struct dc_layer *l = calloc(1, sizeof(*l));
+	struct dc_func *f = calloc(1, sizeof(*f));
+	char *name = strdup(b + fixed);
+	if (!pr || !l || !f || !name) {
+		free(pr);
+		free(l);
+		free(f);
+		free(name);
+		return NULL;
+	}
+	memcpy(index, b, sizeof(*index));
+	b += sizeof(*index);
+	memcpy(pr, b, sizeof(*pr));
+	memcpy(l, b + sizeof(*pr), sizeof(*l));
+	memcpy(f, b + sizeof(*pr) + sizeof(*l), sizeof(*f));
+	/* the copies' pointers were the run's: only the name is needed again */
+	l->globs = NULL;
+	l->nglobs = 0;
+	l->gtmpl = NULL;
+	l->funcs = NULL;
+	l->nfuncs = 0;
+	l->tmpl.name = NULL;
+	f->name = name;
+	pr->layer = l;
+	pr->func = f;
+	return pr;
+}
+
+void dc_spool_probe_free(struct dc_probe *pr)
+{
+	if (!pr)
+		return;
+	free((void *)pr->func->name);
+	free((void *)pr->func);
+	free((void *)pr->layer);
+	free(pr);
+}
+
+int dc_spool_journal(struct dc_spool *sp, void (*fn)(void *arg, uint32_t tag, const void *p,
+						     uint32_t len), void *arg,
+		     char *err, size_t errlen)
+{
+	struct stat st;
+	if (fstat(sp->journal, &st)) {
+		snprintf(err, errlen, "%s/%s: %s", sp->dir, DC_JOURNAL, strerror(errno));
+		return -1;
+	}
+	size_t size = (size_t)st.st_size, off = 0;
+	char *buf = size ? malloc(size) : NULL;
+	if (size && (!buf || pread(sp->journal, buf, size, 0) != (ssize_t)size)) {
+		free(buf);
+		snprintf(err, errlen, "%s/%s: cannot read it", sp->dir, DC_JOURNAL);
+		return -1;
+	}
+	while (off + sizeof(struct dc_jhead) <= size) {
+		struct dc_jhead h;
+		memcpy(&h, buf + off, sizeof(h));
+		if (h.len > size - off - sizeof(h))
+			break;
+		fn(arg, h.tag, buf + off + sizeof(h), h.len);
+		off += sizeof(h) + h.len;
+	}
+	free(buf);
+	if (off != size) {
+		snprintf(err, errlen, "%s/%s: cut short after byte %zu (of %zu)", sp->dir,
+			 DC_JOURNAL, off, size);
+		return -1;
+	}
+	return 0;
+}
+
+/* A shard file during the replay: its mapping and the next record. */
+struct cursor {
+	const char *p, *end, *base;
+	size_t size;
+	uint64_t key;     /* the head record's `sent` */
+	const char *rec;  /* the head record, NULL: none left */
+	uint32_t n;
+};
+
+/* Moves c to its next record not discarded (ring layout: 8-byte header, padded to 8). */
+static void next_record(struct cursor *c)
+{
+	c->rec = NULL;
+	while ((size_t)(c->end - c->p) >= BPF_RINGBUF_HDR_SZ) {
+		uint32_t hdr;
+		memcpy(&hdr, c->p, sizeof(hdr));
+		uint32_t n = hdr & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT);
+		size_t step = (n + BPF_RINGBUF_HDR_SZ + 7) & ~7UL;
+		if ((hdr & BPF_RINGBUF_BUSY_BIT) || step > (size_t)(c->end - c->p))
+			return; /* a record cut short: the file ends here */
+		const char *rec = c->p + BPF_RINGBUF_HDR_SZ;
+		c->p += step;
+		if (hdr & BPF_RINGBUF_DISCARD_BIT)
+			continue;
+		c->rec = rec;
+		c->n = n;
+		c->key = 0;
+		if (n >= sizeof(struct dc_event))
+			memcpy(&c->key, rec + offsetof(struct dc_event, sent), sizeof(c->key));
+		return;
+	}
+}
+
+long dc_spool_replay(struct dc_spool *sp, void (*fn)(void *ctx, const void *data, size_t size),
+		     void *ctx, char *err, size_t errlen)
+{
+	struct cursor cur[DC_MAX_SHARDS];
+	memset(cur, 0, sizeof(cur));
+	long done = -1;
+	unsigned k;
+	for (k = 0; k < sp->n; k++) {
+		struct stat st;
+		if (fstat(sp->fds[k], &st))
+			break;
+		cur[k].size = (size_t)st.st_size;
+		if (!cur[k].size)
+			continue;
+		void *m = mmap(NULL, cur[k].size, PROT_READ, MAP_PRIVATE, sp->fds[k], 0);
+		if (m == MAP_FAILED)
+			break;
+		madvise(m, cur[k].size, MADV_SEQUENTIAL);
+		cur[k].base = cur[k].p = m;
+		cur[k].end = cur[k].p + cur[k].size;
+		next_record(&cur[k]);
+	}
+	if (k < sp->n) {
+		snprintf(err, errlen, "%s/shard-%u: %s", sp->dir, k, strerror(errno));
+		goto out;
+	}
+	for (done = 0;; done++) {
+		struct cursor *best = NULL;
+		for (k = 0; k < sp->n; k++)
+			if (cur[k].rec && (!best || cur[k].key < best->key))
+				best = &cur[k];
+		if (!best)
+			break;
+		fn(ctx, best->rec, best->n);
+		next_record(best);
+	}
+out:
+	for (k = 0; k < sp->n; k++)
+		if (cur[k].base)
+			munmap((void *)cur[k].base, cur[k].size);
+	return done;
+}
+
+int dc_spool_remove(struct dc_spool *sp)
+{
+	int rc = 0;
+	char name[32];
+	for (unsigned k = 0; k < sp->n; k++) {
+		shard_name(name, sizeof(name), k);
+		if (sp->fds[k] >= 0 && unlinkat(sp->dirfd, name, 0))
+			rc = -1;
+	}
+	if (sp->journal >= 0 && unlinkat(sp->dirfd, DC_JOURNAL, 0))
+		rc = -1;
+	int e = errno;
+	if (rmdir(sp->dir))
+		rc = -1;
+	else
+		errno = e;
+	dc_spool_free(sp);
+	return rc;
+}
+
+void dc_spool_free(struct dc_spool *sp)
+{
+	if (!sp)
+		return;
+	for (unsigned k = 0; k < DC_MAX_SHARDS; k++)
+		if (sp->fds[k] >= 0)
+			close(sp->fds[k]);
+	if (sp->journal >= 0)
+		close(sp->journal);
+	if (sp->dirfd >= 0)
+		close(sp->dirfd);
+	free(sp);
+}
