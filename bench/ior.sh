@@ -14,7 +14,8 @@
 #   ROUNDS=5       rounds of every variant, in alternation
 #   XFERS="4k 1m"  IOR transfer sizes (-t); BLOCK_4k=128m BLOCK_1m=64m: -b per rank
 #   NP=2           MPI ranks
-#   VARIANTS="bare dc_posix dc_prof dc_all bpftrace darshan dxt" (also: dc_floor, datacrumbs
+#   VARIANTS="bare dc_posix dc_prof dc_all bpftrace darshan dxt" (also: dc_live, dc_posix
+#                  decoding while IOR runs (--no-spool), as before the spool; dc_floor, datacrumbs
 #                  tracing one syscall IOR never makes, bench/floor.lua: the cost of our
 #                  tracepoint pair alone; floor, bpftrace's raw_syscalls pair that returns at once;
 #                  dc_defer, dc_posix with DATACRUMBS_DEFER=64: docs/install.md)
@@ -140,7 +141,7 @@ iortime() {
 
 # run VARIANT XFER ROUND: one IOR run under VARIANT; one result line into $RES
 run() {
-	local v=$1 x=$2 rd=$3 blk dir log t trace="" ev="-" lost="-" other
+	local v=$1 x=$2 rd=$3 blk dir log t trace="" ev="-" lost="-" other t0 wall
 	blk=BLOCK_$x
 	blk=${!blk}
 	dir=$WORK/data/$v-$x-$rd
@@ -148,14 +149,16 @@ run() {
 	log=$OUT/$v-$x-$rd.log
 	local ior=("$IOR" -a POSIX -F -t "$x" -b "$blk" -w -r -o "$dir/ior.dat")
 	other=$(others)
+	t0=$(date +%s.%N) # the whole wall time: the launcher's start to the trace (or log) closed
 	case $v in
 	bare) /usr/bin/time -f "%M" -o "$OUT/rss" "${MPIRUN[@]}" "${ior[@]}" >"$log" 2>&1 ;;
-	dc_posix | dc_prof | dc_all | dc_floor | dc_defer | dc_posix_alt | dc_prof_alt | dc_all_alt)
+	dc_posix | dc_live | dc_prof | dc_all | dc_floor | dc_defer | dc_posix_alt | dc_prof_alt | \
+		dc_all_alt)
 		local script=io_posix.lua mode=() dc=$DC defer=${DATACRUMBS_DEFER:-0}
 		case $v in *_alt) dc=${DATACRUMBS_ALT:?"$v needs DATACRUMBS_ALT"} ;; esac
 		case $v in dc_all*) script=io_all.lua ;; esac
 		case $v in dc_floor) script=$here/floor.lua ;; dc_defer) defer=64 ;; esac
-		case $v in dc_prof*) mode=(--mode profile) ;; esac
+		case $v in dc_prof*) mode=(--mode profile) ;; dc_live | dc_defer) mode=(--no-spool) ;; esac
 		trace=$OUT/$v-$x-$rd.pfw.gz
 		DATACRUMBS_DEFER=$defer /usr/bin/time -f "%M" -o "$OUT/rss" "$dc" run "$script" \
 			"${mode[@]}" --no-status \
@@ -174,13 +177,14 @@ run() {
 			>"$log" 2>&1 ;;
 	*) die "unknown variant $v" ;;
 	esac
+	wall=$(echo "$(date +%s.%N) - $t0" | bc)
 	t=$(iortime "$log") || die "$v: no IOR result in $log: $(tail -5 "$log")"
 	if [ -n "$trace" ]; then
 		read -r ev lost < <(zcat "$trace" | tail -n 2 | python3 -c 'import json, sys
 a = json.loads(sys.stdin.readline())["args"]
 print(a["num_events"], a["lost"])')
 	fi
-	echo "variant=$v xfer=$x round=$rd ior_s=$t events=$ev lost=$lost maxrss_kb=$(tail -1 "$OUT/rss") $other" |
+	echo "variant=$v xfer=$x round=$rd ior_s=$t wall_s=$wall events=$ev lost=$lost maxrss_kb=$(tail -1 "$OUT/rss") $other" |
 		tee -a "$RES"
 	rm -rf "$dir"
 }

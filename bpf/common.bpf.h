@@ -83,7 +83,7 @@ struct dc_stack {
  * slots from tid % DC_STACK_SLOTS on (bpf/datacrumbs.h). An array, not a hash keyed by
  * tid: its lookup is inlined by the verifier as an address computation, where a hash
  * lookup hashed the key and walked a bucket (~45 ns a lookup here, two per traced call;
- * bench/README.md). */
+ * bench/HISTORY.md). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, DC_STACK_SLOTS);

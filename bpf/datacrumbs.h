@@ -380,7 +380,7 @@ struct dc_proc {
  * thread in slot s of `stacks` adds its calls to agg_ways[s], DC_AGG_WAYS aggregates of
  * its latest keys, with plain loads and stores, where a call into the shared `aggs` hash
  * cost a hash lookup and ten atomic adds on a line other CPUs write too (IOR 4 KiB:
- * 0.15 of the bare run's time; bench/README.md 2026-12-06). A way whose a.count is 0
+ * 0.15 of the bare run's time; bench/HISTORY.md 2026-12-06). A way whose a.count is 0
  * is empty. Who may touch a way says its `lock`:
  *   DC_WAY_FREE  anyone may take it (compare-and-swap from DC_WAY_FREE);
  *   DC_WAY_BPF   its thread's BPF program holds it (for one call's add: ns);

@@ -1575,7 +1575,7 @@ static void *aio_load_main(void *arg)
 /* Starts loading aio.bpf.c (aio_load_main, with io_uring) on a thread, for load_aio to
  * take: the kernel's verifier and libbpf's parse of the kernel's BTF for it run on the
  * other CPU while syscall.bpf.c loads (with the rings' fill, io_all.lua's start-up went
- * from 289 to 209 ms here: bench/README.md). Nothing is attached by it. Returns 1 when the thread runs (aio_prefetch_join before any return). */
+ * from 289 to 209 ms here: bench/HISTORY.md). Nothing is attached by it. Returns 1 when the thread runs (aio_prefetch_join before any return). */
 static int aio_prefetch(struct dc_bpf *b, struct aio_load *l)
 {
 	*l = (struct aio_load){ .b = b, .with_uring = 1, .old_uring = uring_complete_args() == 7 };

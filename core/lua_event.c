@@ -425,7 +425,7 @@ static void ev_metatable(struct dc_script *s, lua_State *L)
 
 /* Pushes the `ev` of dc.on_event for record r, empty: its fields are made as the
  * callbacks read them (ev_index), so an event costs what its callbacks look at (an
- * eager table of every field and arg cost ~11,000 instructions per event, bench/README.md
+ * eager table of every field and arg cost ~11,000 instructions per event, bench/HISTORY.md
  * cgcost cbnil). When every callback said reuse = true, one table serves the run: the
  * last event's own fields are taken out of it first, the script's own stay. */
 static void push_event(struct dc_script *s, lua_State *L, int keys, struct dc_record *r)

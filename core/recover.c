@@ -22,9 +22,10 @@ static const char usage[] =
 "failure) from the spool it left beside its trace (TRACE.spool/): every call the drain\n"
 "threads had copied, decoded as the run would have. The trace is marked incomplete\n"
 "(no final ']' and no end record: what the ring buffers still held is missing).\n"
+"SPOOL must be yours (recover as its owner; no privileges are needed).\n"
 "\n"
-"  -o, --output TRACE  where to write it (default: the run's own trace name, which\n"
-"                      replaces the cut trace the killed run left, if it is yours)\n"
+"  -o, --output TRACE  where to write it (default: SPOOL's name without .spool, the\n"
+"                      run's own trace, which replaces the cut trace it left)\n"
 "      --keep          keep the spool afterwards (default: removed once written)\n"
 "  -q, --quiet         no summary line\n";
 
@@ -82,7 +83,7 @@ static void take_probe(struct jfacts *f, const void *p, uint32_t len)
 {
 	unsigned idx;
 	struct dc_probe *pr = dc_spool_probe(p, len, &idx);
-	if (!pr || idx > 1u << 24 || probe_room(f, idx)) {
+	if (!pr || idx != f->nprobes || probe_room(f, idx)) { /* the run adds them in order */
 		dc_spool_probe_free(pr);
 		f->bad = 1;
 		return;
@@ -185,6 +186,22 @@ static long write_trace(struct dc_spool *sp, struct jfacts *f, const char *path,
 	return n;
 }
 
+/* The trace a spool belongs to: its directory's name without ".spool" (the journal's own
+ * name for it is not trusted: a file, anyone who could write it could point it anywhere).
+ * 1 when spool ends in .pfw.gz.spool (.pfw.spool uncompressed), else 0. */
+static int beside(const char *spool, char *out, size_t len, int compress)
+{
+	size_t n = strlen(spool);
+	while (n > 1 && spool[n - 1] == '/')
+		n--;
+	const char *want = compress ? ".pfw.gz.spool" : ".pfw.spool";
+	size_t w = strlen(want);
+	if (n <= w || n - 6 >= len || strncmp(spool + n - w, want, w))
+		return 0;
+	snprintf(out, len, "%.*s", (int)(n - 6), spool);
+	return 1;
+}
+
 int dc_recover_main(int argc, char **argv)
 {
 	struct ropts o = { 0 };
@@ -192,19 +209,23 @@ int dc_recover_main(int argc, char **argv)
 	if (r)
 		return r == 1 ? 0 : 2;
 	char err[PATH_MAX + 256];
-	struct dc_spool *sp = dc_spool_open(o.spool, err, sizeof(err));
+	struct dc_spool *sp = dc_spool_open(o.spool, dc_invoker()->uid, err, sizeof(err));
 	if (!sp) {
 		fprintf(stderr, "datacrumbs recover: %s\n", err);
 		return 1;
 	}
 	struct jfacts f = { 0 };
+	char out[PATH_MAX];
 	dc_spool_journal(sp, on_fact, &f, err, sizeof(err)); /* a cut journal: what is there */
 	long n = -1;
 	if (!f.buf || f.bad)
 		snprintf(err, sizeof(err), "%s: its journal is damaged (no start, or a bad probe "
 			 "entry)", o.spool);
+	else if (!o.output && !beside(o.spool, out, sizeof(out), f.st.compress))
+		snprintf(err, sizeof(err), "%s: not a name ending in .spool (give -o TRACE)",
+			 o.spool);
 	else
-		n = write_trace(sp, &f, o.output ? o.output : f.str[1], err, sizeof(err));
+		n = write_trace(sp, &f, o.output ? o.output : out, err, sizeof(err));
 	facts_free(&f);
 	if (n < 0) {
 		dc_spool_free(sp);

@@ -487,7 +487,7 @@ static int reachable(struct dinsn *v, size_t n, size_t entry, uint64_t *bad)
 
 /* The process's decoder: Zydis (Debian libzydis-dev), decoding only what the sweep
  * reads (length, mnemonic, branch type, a relative target), no operand or text: Capstone
- * formatted every instruction's text, 3-4 times the decoding here (bench/README.md). */
+ * formatted every instruction's text, 3-4 times the decoding here (bench/HISTORY.md). */
 static const ZydisDecoder *decoder(void)
 {
 	static ZydisDecoder d;

@@ -128,17 +128,25 @@ static int read_start(struct dc_spool *sp, struct dc_jstart *st, char *err, size
 	return 0;
 }
 
-struct dc_spool *dc_spool_open(const char *dir, char *err, size_t errlen)
+struct dc_spool *dc_spool_open(const char *dir, uid_t owner, char *err, size_t errlen)
 {
 	struct dc_spool *sp = spool_alloc(dir);
 	if (!sp) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	sp->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat ds;
+	sp->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sp->dirfd >= 0 && !fstat(sp->dirfd, &ds) && ds.st_uid != owner) {
+		snprintf(err, errlen, "%s is owned by uid %u, not by you (uid %u): recover it as "
+			 "its owner", dir, (unsigned)ds.st_uid, (unsigned)owner);
+		dc_spool_free(sp);
+		return NULL;
+	}
 	if (sp->dirfd < 0 || (sp->journal = spool_file(sp, DC_JOURNAL, 0, 0, 0)) < 0) {
 		snprintf(err, errlen, "%s%s%s: %s", dir, sp->dirfd < 0 ? "" : "/",
-			 sp->dirfd < 0 ? "" : DC_JOURNAL, strerror(errno));
+			 sp->dirfd < 0 ? "" : DC_JOURNAL, errno == ELOOP || errno == ENOTDIR ?
+			 "not a directory (a symbolic link is not followed)" : strerror(errno));
 		dc_spool_free(sp);
 		return NULL;
 	}
@@ -206,6 +214,31 @@ int dc_spool_note_probe(struct dc_spool *sp, unsigned index, const struct dc_pro
 	return dc_spool_note(sp, DC_J_PROBE, 5, ptr, len);
 }
 
+/* Terminates every string of a probe entry's structs (a journal is a file: anyone who
+ * could write it could leave them open) and checks what indexes tables. 1 when sane. */
+static int probe_sane(struct dc_probe *pr, struct dc_layer *l, struct dc_func *f)
+{
+#define DC_TERM(a) ((a)[sizeof(a) - 1] = 0)
+	DC_TERM(pr->library);
+	DC_TERM(pr->why);
+	DC_TERM(l->path);
+	DC_TERM(l->name);
+	DC_TERM(l->library);
+	DC_TERM(l->hint);
+	DC_TERM(f->symbol);
+	for (int i = 0; i < DC_FUNC_SYSCALLS; i++)
+		DC_TERM(f->syscall[i]);
+	for (int i = 0; i < DC_PROBE_ARGS; i++) {
+		DC_TERM(f->args[i].name);
+		if ((unsigned)f->args[i].kind >= DC_ARG_NKINDS)
+			return 0;
+	}
+#undef DC_TERM
+	return f->nargs >= 0 && f->nargs <= DC_PROBE_ARGS && f->nsyscalls >= 0 &&
+	       f->nsyscalls <= DC_FUNC_SYSCALLS && (unsigned)f->effect < 64 &&
+	       (unsigned)f->ret_kind <= DC_RET_VOID && (unsigned)l->mechanism <= DC_MECH_KERNEL;
+}
+
 struct dc_probe *dc_spool_probe(const void *p, uint32_t len, unsigned *index)
 {
 	size_t fixed = sizeof(unsigned) + sizeof(struct dc_probe) + sizeof(struct dc_layer) +
@@ -229,6 +262,13 @@ struct dc_probe *dc_spool_probe(const void *p, uint32_t len, unsigned *index)
 	memcpy(pr, b, sizeof(*pr));
 	memcpy(l, b + sizeof(*pr), sizeof(*l));
 	memcpy(f, b + sizeof(*pr) + sizeof(*l), sizeof(*f));
+	if (!probe_sane(pr, l, f)) {
+		free(pr);
+		free(l);
+		free(f);
+		free(name);
+		return NULL;
+	}
 	/* the copies' pointers were the run's: only the name is needed again */
 	l->globs = NULL;
 	l->nglobs = 0;

@@ -46,9 +46,11 @@ struct dc_jstart {
 struct dc_spool *dc_spool_create(const char *trace, unsigned nshards, uid_t uid, gid_t gid,
 				 char *err, size_t errlen);
 
-/* Opens the spool directory `dir` for reading (datacrumbs recover) and checks that this
- * build wrote it (struct dc_jstart's sizes). Returns NULL with one line in err. */
-struct dc_spool *dc_spool_open(const char *dir, char *err, size_t errlen);
+/* Opens the spool directory `dir` for reading (datacrumbs recover): never through a
+ * symbolic link, only when `owner` owns it (its records decide what is written, so a
+ * spool of another user is not read as root), and only when this build wrote it (struct
+ * dc_jstart's sizes). Returns NULL with one line in err. */
+struct dc_spool *dc_spool_open(const char *dir, uid_t owner, char *err, size_t errlen);
 
 /* The shard files' fds, nshards of them (for core/shards.h dc_shards_spool). */
 const int *dc_spool_fds(const struct dc_spool *sp);
@@ -73,7 +75,8 @@ int dc_spool_journal(struct dc_spool *sp, void (*fn)(void *arg, uint32_t tag, co
 		     char *err, size_t errlen);
 
 /* A DC_J_PROBE payload made a probe again (recover): a struct dc_probe whose layer and
- * function are copies owned by it (dc_spool_probe_free). NULL when malformed. */
+ * function are copies owned by it (dc_spool_probe_free), their strings terminated. NULL
+ * when malformed (a kind, effect or count out of range). */
 struct dc_probe *dc_spool_probe(const void *p, uint32_t len, unsigned *index);
 void dc_spool_probe_free(struct dc_probe *pr);
 

@@ -62,7 +62,7 @@ void dc_trust_on_switch(void (*fn)(int as_user, void *arg), void *arg);
 /* A batch of script runs (the event callbacks of one drain of the ring buffers): inside
  * it, leaving script code keeps the invoking user's fs ids, so that the next callback
  * enters with no system call (the four of a switch and back were ~7 us per event:
- * bench/README.md, cbcost under sudo); dc_trust_release puts root's back when the code
+ * bench/HISTORY.md, cbcost under sudo); dc_trust_release puts root's back when the code
  * between two callbacks needs them (a process's exec, fork or exit record: its /proc
  * files), dc_trust_batch_end at the batch's end. The code between the callbacks runs with
  * the user's fs ids, never more than root's. Main thread only; no-ops unless root under

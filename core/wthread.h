@@ -12,7 +12,7 @@
 #define DC_WT_NBUF 4
 #define DC_WT_BUF  (1024 * 1024)
 /* ISA-L igzip's compression level of the members (0..3). Chosen by measurement on traces
- * of io_posix.lua (bench/README.md "Compression level": 1 is 3-5x faster than
+ * of io_posix.lua (bench/HISTORY.md "Compression level": 1 is 3-5x faster than
  * libdeflate's level 1, for 1-6 % more bytes). */
 #define DC_WT_LEVEL 1
 

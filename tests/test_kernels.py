@@ -21,7 +21,7 @@ dctest.need_root()
 BUILD = os.environ["BUILD_DIR"]
 # the tests that assert no fact of this machine's kernel, run as they are in the guest
 GUEST_TESTS = ["e2e_posix", "e2e_syscalls", "e2e_stdio", "e2e_mpiio", "e2e_aio", "e2e_profile",
-               "e2e_step", "e2e_dlopen", "e2e_vfs", "e2e_harm", "e2e_returns"]
+               "e2e_step", "e2e_dlopen", "e2e_vfs", "e2e_harm", "e2e_returns", "e2e_spool"]
 SERIES = os.environ.get("KERNELS", "6.1 6.12").split()
 
 if os.environ.get("DC_TEST_KERNELS") != "1":

@@ -76,11 +76,12 @@ check(end["lost"] > 0 and len(x) + end["lost"] >= N and len(x) <= N,
       "no --auto-profile: %d complete writes + %d lost cover the %d writes" %
       (len(x), end["lost"], N))
 
-# 2b. spooled (the default): the callback runs after the command, on every record the
-# drain threads copied during the run: nothing lost, every write an event
+# 2b. spooled (the default), with the default buffer: the callback runs after the command,
+# on every record the drain threads copied during the run: nothing lost, every write an
+# event
 N2 = 20000
 d = dctest.workdir("overload-spool")
-r = dctest.run_dc(["run", "-o", d, "--buffer-size", "64K", SCRIPT, "--", PROG, str(N2)])
+r = dctest.run_dc(["run", "-o", d, SCRIPT, "--", PROG, str(N2)])
 equal(r.returncode, 0, "spooled: exit status (stderr: %s)" % r.stderr.strip())
 trace = dctest.find_trace(d)
 dctest.check_pfw(trace)

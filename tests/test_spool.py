@@ -7,7 +7,8 @@ drain threads only copy records into TRACE.spool/; they are decoded after it.
 3. A bound (--spool-size) and a full tmpfs: the spool stops, the rest is decoded live;
    written + not written + lost account exactly for prog_flood's N writes.
 4. A script that requires luv is live: its timer sees the command's events while it runs.
-5. Usage errors of recover name what is wrong."""
+5. recover refuses what is wrong, in one line: no SPOOL, another user's spool (as root),
+   a symlink, a directory that is no spool."""
 import os
 import signal
 import subprocess
@@ -27,11 +28,13 @@ WRITES = os.path.join(dctest.HERE, "data", "writes.lua")
 def key(e, pids):
     """An event as the reader sees it, without what differs between two runs (times, the
     pids and tids the kernel gave, mmap's addresses, the parent's id, whose value depends on
-    which thread took its block of ids first): pids by their order of appearance."""
+    which thread took its block of ids first, the fd numbers): pids by their order of
+    appearance."""
     path = e.get("path") or ""
     anon = path.startswith("pipe:[")  # a new pipe's inode each run
-    a = {k: v for k, v in e.get("args", {}).items() if k not in ("hhash", "p_idx") and
-         (k != "ret" or e["name"] not in ("mmap", "munmap", "mprotect", "brk")) and
+    # (and the fds the two threads' opens got: which one opens first is a race)
+    a = {k: v for k, v in e.get("args", {}).items() if k not in ("hhash", "p_idx", "fd") and
+         (k != "ret" or e["name"] not in ("mmap", "munmap", "mprotect", "brk", "openat")) and
          (k != "fhash" or not anon)}
     return (e["name"], e["cat"], pids.setdefault(e["pid"], len(pids)), "pipe" if anon else path,
             sorted((k, str(v)) for k, v in a.items()))
@@ -182,7 +185,14 @@ equal([f for f in os.listdir(d) if f.endswith(".spool")], [], "luv: no spool")
 
 # 5. recover's usage errors ------------------------------------------------------------------
 d = dctest.workdir("spool-usage")
+other = os.path.join(d, "x.pfw.gz.spool")  # another user's: its records are not read
+os.mkdir(other)
+os.chown(other, 65534, 65534)
+os.symlink(other, os.path.join(d, "link.pfw.gz.spool"))
 for args, want in ((["recover"], "no SPOOL given"),
+                   (["recover", other], "is owned by uid 65534, not by you (uid 0)"),
+                   (["recover", os.path.join(d, "link.pfw.gz.spool")],
+                    "not a directory (a symbolic link is not followed)"),
                    (["recover", os.path.join(d, "none")], "none: No such file or directory"),
                    (["recover", d], "journal: No such file or directory")):
     r = dctest.run_dc(args)
