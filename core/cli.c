@@ -81,14 +81,16 @@ static const char run_help[] =
 "                           at most one per ring buffer; 0: the main thread reads them;\n"
 "                           default 1 per 16 CPUs, 1 to 8)\n"
 "      --flush-interval MS  ms between gzip members written to disk (default 1000):\n"
-"                           what a killed run can lose at most (in profile mode, the\n"
-"                           interval in progress too)\n"
+"                           what a killed run decoding live can lose at most (in\n"
+"                           profile mode, the interval in progress too)\n"
 "      --no-spool           trace mode: decode and write the events while CMD runs\n"
 "                           (default: the drain threads only copy the records into\n"
-"                           TRACE.spool/, decoded and written once CMD ends; a script\n"
-"                           that requires luv always runs live)\n"
-"      --spool-size BYTES   the spool's bound, K/M/G suffixes (default: none but the\n"
-"                           disk); past it calls are lost, and counted as lost\n"
+"                           TRACE.spool/, decoded and written once CMD ends, then\n"
+"                           removed; a killed run's is written by 'datacrumbs recover';\n"
+"                           a script that requires luv always runs live)\n"
+"      --spool-size BYTES   the spool's bound, K/M/G suffixes (default: half the free\n"
+"                           space of the trace's file system; ~160 bytes an event);\n"
+"                           past it the rest is decoded while CMD runs\n"
 "      --mode MODE          trace: a complete event per call (default); profile:\n"
 "                           calls aggregated in the kernel per interval, process,\n"
 "                           function and file, written as counter events (count,\n"
@@ -280,7 +282,7 @@ int dc_cli_parse(int argc, char **argv, struct dc_opts *o)
 			o->no_spool = 1;
 		} else if (IS("--spool-size")) {
 			const char *v = opt_value(argc, argv, &i, eq);
-			o->spool_bytes = v ? dc_parse_size(v) : 0;
+			o->spool_bytes = v && *v != '-' ? dc_parse_size(v) : 0;
 			if (o->spool_bytes < (64u << 10))
 				return usage_error("--spool-size needs a size from 64K (e.g. 512M, "
 						   "20G), got '%s'", v ? v : "");

@@ -1117,13 +1117,13 @@ static void on_live(void *ctx, const void *data, size_t size)
 
 int dc_consumer_spool(struct dc_consumer *c, struct dc_spool *sp, uint64_t limit)
 {
-	c->spool = sp;
 	for (unsigned i = 0; i < c->nknown; i++)
 		if (dc_spool_note_probe(sp, i, dc_bpf_probe(c->bpf, i)))
 			return -1;
 	if (dc_shards_spool(c->sh, dc_spool_fds(sp), limit,
 			    1u << DC_EV_DLSTATE | 1u << DC_EV_EXEC))
 		return -1;
+	c->spool = sp; /* from now its journal gets the probes and processes added */
 	c->spooling = 1;
 	return 0;
 }
@@ -1138,14 +1138,18 @@ uint64_t dc_consumer_spooled(const struct dc_consumer *c)
  * since the failure). Said once on stderr. */
 static void switch_live(struct dc_consumer *c)
 {
+	/* (the spool is not replayed again: its blocks are freed as it is read, room for the
+	 * trace on a full disk) */
 	char err[512];
 	c->switched = dc_shards_spool_failed(c->sh);
-	fprintf(stderr, "datacrumbs: warning: the spool %s %s: from here on the events are "
-		"decoded while the command runs\n", dc_spool_dir(c->spool),
-		c->switched == EFBIG ? "reached its --spool-size" : strerror(c->switched));
+	fprintf(stderr, "datacrumbs: warning: the spool %s: %s: from here on the events are "
+		"decoded while the command runs\n", dc_spool_dir(c->spool), c->switched == EFBIG
+		? "its bound is reached (--spool-size; default half the free disk)"
+		: strerror(c->switched));
 	c->spooling = 0;
+	dc_shards_spool_settle(c->sh);
 	dc_trust_batch_begin();
-	if (dc_spool_replay(c->spool, on_record, c, err, sizeof(err)) < 0)
+	if (dc_spool_replay(c->spool, on_record, c, 1, err, sizeof(err)) < 0)
 		fprintf(stderr, "datacrumbs: cannot read the spool: %s\n", err);
 	dc_trust_batch_end();
 	dc_shards_spool_replayed(c->sh);
@@ -1167,7 +1171,7 @@ long dc_consumer_replay(struct dc_consumer *c, int *spool_err, char *err, size_t
 	}
 	dc_consumer_on_dlstate(c, NULL, NULL); /* the loads were attached during the run */
 	dc_trust_batch_begin();
-	long n = dc_spool_replay(c->spool, on_record, c, err, errlen);
+	long n = dc_spool_replay(c->spool, on_record, c, 0, err, errlen);
 	dc_trust_batch_end();
 	return n;
 }

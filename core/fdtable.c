@@ -361,9 +361,25 @@ void dc_files_set_cwd(struct dc_proc_files *p, const char *abs)
 	p->cwd = c;
 }
 
+/* The highest fd a process can have: fs.nr_open (proc(5) /proc/sys/fs/nr_open, 1048576
+ * by default), read once. An fd above it is no real fd (a damaged spool's record): not
+ * kept, so that no table grows for it. */
+static long fd_limit(void)
+{
+	static long limit;
+	if (!limit) {
+		FILE *f = fopen("/proc/sys/fs/nr_open", "r");
+		if (!f || fscanf(f, "%ld", &limit) != 1 || limit <= 0 || limit > (1L << 30))
+			limit = 1L << 20;
+		if (f)
+			fclose(f);
+	}
+	return limit;
+}
+
 void dc_files_set_fd_at(struct dc_proc_files *p, long fd, const char *abs, uint64_t ts)
 {
-	if (fd < 0 || fd > (1L << 24))
+	if (fd < 0 || fd >= fd_limit())
 		return;
 	if (fd >= p->nfds) {
 		if (!abs)
@@ -542,6 +558,12 @@ const char *dc_files_real(int pid, long fd, uint64_t dev, uint64_t ino, const ch
 {
 	if (lexical[0] != '/')
 		return lexical;
+	if (!strncmp(lexical, "/proc/self", 10) && (lexical[10] == '/' || !lexical[10])) {
+		/* the caller's own /proc directory, not the tracer's (which realpath would
+		 * give, here and in a process long gone) */
+		snprintf(out, cap, "/proc/%d%s", pid, lexical + 10);
+		return out;
+	}
 	char buf[PATH_MAX];
 	if (fd >= 0 && ino) {
 		char link[64];

@@ -87,7 +87,8 @@ char *dc_files_resolve(const struct dc_proc_files *p, int use_dirfd, long dirfd,
  * removed since the call). Directories' real paths are kept for 100 ms (DC_REAL_TTL_NS):
  * a loop over one directory's files costs one realpath. Under sudo the resolution runs
  * with the invoking user's rights (dc_trust_enter_script): root's would show what lies
- * behind directories the user cannot search. */
+ * behind directories the user cannot search. /proc/self/... is the calling process's
+ * /proc/PID/... (not the tracer's). */
 const char *dc_files_real(int pid, long fd, uint64_t dev, uint64_t ino, const char *lexical,
 			  char *out, unsigned cap);
 

@@ -94,6 +94,7 @@ struct session {
 	uint64_t stats[DC_STAT_NR];
 	char by_shard[DC_MAX_SHARDS * 21]; /* lost records per ring buffer, "N,N,...": the end record's */
 	char exec[PATH_MAX];      /* the traced executable */
+	char script_path[PATH_MAX]; /* the script's file, as found (recover runs it again) */
 	char name[256];           /* its name, as ps shows it (process_name, trace file) */
 	char host[256];
 	char err[PATH_MAX + 1024];
@@ -807,6 +808,7 @@ static int run_script(struct session *s)
 	}
 	int ran = dc_script_find(o->script, script_path, sizeof(script_path), s->err,
 				 sizeof(s->err));
+	snprintf(s->script_path, sizeof(s->script_path), "%s", script_path);
 	if (!ran)
 		ran = dc_script_run(s->script, script_path, s->err, sizeof(s->err));
 	if (ran == 1) {         /* the script ended the run itself (dc.done: its --help) */
@@ -970,23 +972,95 @@ static int load_probes(struct session *s)
 	return 0;
 }
 
+static int start_spool(struct session *s, int64_t m2r);
+
 /* Trace mode spools (core/spool.h): during the run the drain threads only copy records
  * into TRACE.spool/, decoded, passed to the script and written after it (docs/design.md).
  * Not with --no-spool, profile mode or --auto-profile (they act on the records as they
  * come), a script that requires luv (it acts during the run), site mode, or without
- * drain threads. Before anything is attached: every record goes one way. 0, or -1 with
- * s->err (the spool cannot be made: nothing was attached). */
+ * drain threads. Returns why not (NULL: it spools), "" in site mode (nothing to say). */
+static const char *no_spool(const struct session *s)
+{
+	const struct dc_opts *o = s->o;
+	return s->site ? "" : o->no_spool ? "--no-spool" : s->interval_ns ? "profile mode"
+	     : dc_script_live(s->script) ? "the script requires luv: it runs live"
+	     : o->drain_threads == 0 ? "--drain-threads 0" : NULL;
+}
+
+/* Before the trace file is made: a spool of the same name is there (a killed run's, or
+ * something planted): the run stops with one line and replaces no trace. 0, or -1. */
+static int spool_name_free(struct session *s)
+{
+	const char *why = no_spool(s);
+	struct stat st;
+	char dir[PATH_MAX + 8];
+	if (why && s->o->spool_bytes && *why)
+		fprintf(stderr, "datacrumbs: warning: --spool-size is for trace mode's spool: "
+			"ignored (%s)\n", why);
+	snprintf(dir, sizeof(dir), "%s.spool", s->trace_path);
+	if (why || lstat(dir, &st))
+		return 0;
+	if (S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+		snprintf(s->err, sizeof(s->err), "%.1500s: a killed run's spool is there "
+			 "(`datacrumbs recover %.1500s` writes its trace; or remove it)", dir, dir);
+	else
+		snprintf(s->err, sizeof(s->err), "%.1500s is in the way of this run's spool (not "
+			 "one of yours): remove it, or give -o another name", dir);
+	return -1;
+}
+
+/* After the trace file is made (its name and directory checked): the spool beside it,
+ * its journal begun and the consumer spooling, bounded by --spool-size, else by half the
+ * free disk. One that cannot be made is said, and the run decodes live. */
+static void make_spool(struct session *s, int64_t m2r)
+{
+	if (no_spool(s))
+		return;
+	s->spool = dc_spool_create(s->trace_path, dc_bpf_nshards(s->bpf), s->err,
+				   sizeof(s->err));
+	if (!s->spool || start_spool(s, m2r)) {
+		fprintf(stderr, "datacrumbs: warning: %s: the events are decoded while the "
+			"command runs\n", s->err);
+		if (s->spool)
+			dc_spool_remove(s->spool);
+		s->spool = NULL;
+	}
+}
+
+/* The DC_J_SCRIPT entry: what recover runs the script again with (its callbacks decide
+ * what the trace holds: drops, tags, summaries): u32 unsafe, u32 its args, u32 CMD's,
+ * then the script's path, -o as given ("" none), the args and CMD, each NUL-terminated. */
+static int note_script(struct session *s)
+{
+	const struct dc_opts *o = s->o;
+	uint32_t head[3] = { (uint32_t)o->unsafe, 0, 0 };
+	const void *ptr[7] = { head, s->script_path, o->output ? o->output : "" };
+	size_t len[7] = { sizeof(head), strlen(s->script_path) + 1,
+			  o->output ? strlen(o->output) + 1 : 1 };
+	char *lists[2] = { NULL, NULL };
+	size_t sizes[2] = { 0, 0 };
+	char **v[2] = { o->script_args, o->cmd };
+	for (int k = 0; k < 2; k++) {
+		FILE *f = open_memstream(&lists[k], &sizes[k]);
+		for (int i = 0; f && v[k] && v[k][i]; i++, head[k + 1]++)
+			fwrite(v[k][i], 1, strlen(v[k][i]) + 1, f);
+		if (f)
+			fclose(f);
+		ptr[3 + k] = lists[k] ? lists[k] : "";
+		len[3 + k] = lists[k] ? sizes[k] : 0;
+	}
+	int rc = dc_spool_note(s->spool, DC_J_SCRIPT, 5, ptr, len);
+	free(lists[0]);
+	free(lists[1]);
+	return rc;
+}
+
+/* The spool's journal begun (its start facts, the script) and the consumer spooling into
+ * it, bounded by --spool-size, else by half the free disk. 0, or -1 with s->err. */
 static int start_spool(struct session *s, int64_t m2r)
 {
 	const struct dc_opts *o = s->o;
-	if (o->no_spool || s->interval_ns || s->site || dc_script_live(s->script) ||
-	    !dc_consumer_threads(s->cons))
-		return 0;
 	unsigned n = dc_bpf_nshards(s->bpf);
-	s->spool = dc_spool_create(s->trace_path, n, dc_invoker()->uid, dc_invoker()->gid,
-				   s->err, sizeof(s->err));
-	if (!s->spool)
-		return -1;
 	char cmdline[4096], cwd[PATH_MAX];
 	struct dc_jstart st = { .magic = "DCSPOOL1", .event_size = sizeof(struct dc_event),
 				.probe_size = sizeof(struct dc_probe),
@@ -1000,8 +1074,9 @@ static int start_spool(struct session *s, int64_t m2r)
 	size_t len[7] = { sizeof(st) };
 	for (int i = 1; i < 7; i++)
 		len[i] = strlen(ptr[i]) + 1;
-	if (dc_spool_note(s->spool, DC_J_HEAD, 7, ptr, len) ||
-	    dc_consumer_spool(s->cons, s->spool, o->spool_bytes)) {
+	uint64_t bound = o->spool_bytes ? o->spool_bytes : dc_spool_room(s->spool);
+	if (dc_spool_note(s->spool, DC_J_HEAD, 7, ptr, len) || note_script(s) ||
+	    dc_consumer_spool(s->cons, s->spool, bound ? bound : 1)) {
 		snprintf(s->err, sizeof(s->err), "cannot start the spool %s: %s",
 			 dc_spool_dir(s->spool), strerror(errno));
 		return -1;
@@ -1009,12 +1084,15 @@ static int start_spool(struct session *s, int64_t m2r)
 	return 0;
 }
 
+
 /* Creates the trace file s->trace_path (the invoking user's: under sudo the caller, in
  * site mode's consumer the job's user), its writer, the ring buffer consumer and the
  * profile tables. 0, or -1 with s->err. run and site mode's consumer share it. */
 static int create_trace(struct session *s)
 {
 	const struct dc_opts *o = s->o;
+	if (spool_name_free(s))
+		return -1;
 	int tfd = dc_out_create(&s->out, s->trace_path, dc_invoker()->uid, dc_invoker()->gid,
 				s->err, sizeof(s->err));
 	if (tfd < 0)
@@ -1034,7 +1112,8 @@ static int create_trace(struct session *s)
 		return -1;
 	}
 	dc_consumer_set_profile(s->cons, s->prof, s->interval_ns > 0 && !s->standby);
-	return start_spool(s, m2r);
+	make_spool(s, m2r);
+	return 0;
 }
 
 /* Step: forks CMD, held until every probe is attached; creates the trace file, its writer,
@@ -1280,9 +1359,10 @@ static void replay(struct session *s)
 		cut(s, EIO);
 	}
 	if (s->spool_err && !dc_consumer_spool_switched(s->cons)) /* at its very end */
-		fprintf(stderr, "datacrumbs: warning: the spool %s %s: its last records are "
+		fprintf(stderr, "datacrumbs: warning: the spool %s: %s: its last records are "
 			"read from the ring buffers\n", dc_spool_dir(s->spool), s->spool_err == EFBIG
-			? "reached its --spool-size" : strerror(s->spool_err));
+			? "its bound is reached (--spool-size; default half the free disk)"
+			: strerror(s->spool_err));
 	if (dc_writer_error(s->w))
 		cut(s, dc_writer_error(s->w));
 }

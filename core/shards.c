@@ -589,6 +589,9 @@ long dc_shards_drain(struct dc_shards *sh, long max, dc_shard_fn fn, void *ctx)
 				if (!q)
 					continue;
 				const struct qhead *h = (const void *)(q->buf + q->off);
+				if (sh->live_kinds && !sh->skip_copies && !h->copy)
+					continue; /* queued after the spooling failed: its records
+						     wait for the spool's replay (the caller's) */
 				if (h->key < bk) {
 					bk = h->key;
 					best = &sh->s[k];
@@ -703,6 +706,16 @@ int dc_shards_spool_end(struct dc_shards *sh)
 int dc_shards_spool_failed(struct dc_shards *sh)
 {
 	return atomic_load(&sh->spool_failed);
+}
+
+void dc_shards_spool_settle(struct dc_shards *sh)
+{
+	/* spool_ring runs under its shard's lock: once each lock was taken after the flag
+	 * was set, no drain thread writes to a spool file again (read_shard sees the flag) */
+	for (unsigned k = 0; k < sh->n; k++) {
+		pthread_mutex_lock(&sh->s[k].mu);
+		pthread_mutex_unlock(&sh->s[k].mu);
+	}
 }
 
 void dc_shards_spool_replayed(struct dc_shards *sh)

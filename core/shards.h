@@ -75,6 +75,11 @@ int dc_shards_spool_end(struct dc_shards *sh);
  * write(2)), 0: none. */
 int dc_shards_spool_failed(struct dc_shards *sh);
 
+/* After dc_shards_spool_failed said so: waits until no drain thread is still appending
+ * to a spool file (one was inside its write when the flag was set), so that the files
+ * hold all they will. */
+void dc_shards_spool_settle(struct dc_shards *sh);
+
 /* The spool was replayed: the live kinds' copies still queued are not handed on again. */
 void dc_shards_spool_replayed(struct dc_shards *sh);
 

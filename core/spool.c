@@ -1,5 +1,6 @@
 /* spool.c: a trace-mode run's spool: its directory and files, the journal's entries, and
  * the replay that merges the spooled records by `sent` after the run (or in recover). */
+#define _GNU_SOURCE /* fallocate(2) */
 #include "spool.h"
 
 #include <errno.h>
@@ -8,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include <linux/bpf.h>
@@ -34,18 +35,27 @@ static void shard_name(char *buf, size_t len, unsigned k)
 	snprintf(buf, len, "shard-%u", k);
 }
 
-/* Opens (creating: O_EXCL) file `name` in sp's directory. fd, or -1 with errno. */
-static int spool_file(struct dc_spool *sp, const char *name, int create, uid_t uid, gid_t gid)
+/* Opens file `name` in sp's directory: created (O_EXCL), or an existing regular file
+ * (O_NONBLOCK: a FIFO planted there cannot block the open). fd, or -1 with errno
+ * (EINVAL: not a regular file). */
+static int spool_file(struct dc_spool *sp, const char *name, int create)
 {
 	int fd = openat(sp->dirfd, name, create ? O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
-			O_CLOEXEC : O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd >= 0 && create && fchown(fd, uid, gid)) {
-		int e = errno;
+			O_CLOEXEC : O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	struct stat st;
+	if (fd >= 0 && !create && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
 		close(fd);
-		errno = e;
+		errno = EINVAL;
 		return -1;
 	}
 	return fd;
+}
+
+/* One line for a file of the spool that cannot be opened. */
+static void file_err(char *err, size_t errlen, const char *dir, const char *name)
+{
+	snprintf(err, errlen, "%s/%s: %s", dir, name, errno == EINVAL || errno == ELOOP ?
+		 "not a regular file (a symbolic link is not followed)" : strerror(errno));
 }
 
 static struct dc_spool *spool_alloc(const char *dir)
@@ -60,8 +70,8 @@ static struct dc_spool *spool_alloc(const char *dir)
 	return sp;
 }
 
-struct dc_spool *dc_spool_create(const char *trace, unsigned nshards, uid_t uid, gid_t gid,
-				 char *err, size_t errlen)
+struct dc_spool *dc_spool_create(const char *trace, unsigned nshards, char *err,
+				 size_t errlen)
 {
 	char dir[PATH_MAX];
 	if ((size_t)snprintf(dir, sizeof(dir), "%s.spool", trace) >= sizeof(dir) ||
@@ -75,14 +85,12 @@ struct dc_spool *dc_spool_create(const char *trace, unsigned nshards, uid_t uid,
 		return NULL;
 	}
 	if (mkdir(dir, 0700)) {
-		snprintf(err, errlen, "cannot create the spool %s: %s%s", dir, strerror(errno),
-			 errno == EEXIST ? " (a run killed before? `datacrumbs recover` it, or "
-			 "remove it)" : "");
+		snprintf(err, errlen, "cannot create the spool %s: %s", dir, strerror(errno));
 		free(sp);
 		return NULL;
 	}
 	sp->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (sp->dirfd < 0 || fchown(sp->dirfd, uid, gid)) {
+	if (sp->dirfd < 0) {
 		snprintf(err, errlen, "cannot open the spool %s: %s", dir, strerror(errno));
 		dc_spool_remove(sp);
 		return NULL;
@@ -91,12 +99,12 @@ struct dc_spool *dc_spool_create(const char *trace, unsigned nshards, uid_t uid,
 	char name[32];
 	for (unsigned k = 0; k < nshards; k++) {
 		shard_name(name, sizeof(name), k);
-		if ((sp->fds[k] = spool_file(sp, name, 1, uid, gid)) < 0)
+		if ((sp->fds[k] = spool_file(sp, name, 1)) < 0)
 			break;
 	}
 	if (sp->n && sp->fds[sp->n - 1] < 0)
 		snprintf(name, sizeof(name), "shard files");
-	else if ((sp->journal = spool_file(sp, DC_JOURNAL, 1, uid, gid)) < 0)
+	else if ((sp->journal = spool_file(sp, DC_JOURNAL, 1)) < 0)
 		snprintf(name, sizeof(name), DC_JOURNAL);
 	if (sp->journal < 0) {
 		snprintf(err, errlen, "cannot create the spool's %s in %s: %s", name, dir,
@@ -117,9 +125,13 @@ static int read_start(struct dc_spool *sp, struct dc_jstart *st, char *err, size
 		snprintf(err, errlen, "%s/%s: not a datacrumbs spool journal", sp->dir, DC_JOURNAL);
 		return -1;
 	}
+	if (st->nshards > DC_MAX_SHARDS) {
+		snprintf(err, errlen, "%s/%s: damaged (%u shards: at most %d)", sp->dir, DC_JOURNAL,
+			 st->nshards, DC_MAX_SHARDS);
+		return -1;
+	}
 	if (st->event_size != sizeof(struct dc_event) || st->probe_size != sizeof(struct dc_probe) ||
-	    st->layer_size != sizeof(struct dc_layer) || st->func_size != sizeof(struct dc_func) ||
-	    st->nshards > DC_MAX_SHARDS) {
+	    st->layer_size != sizeof(struct dc_layer) || st->func_size != sizeof(struct dc_func)) {
 		snprintf(err, errlen, "%s: written by datacrumbs %.31s, whose records this build "
 			 "(%s) does not read: recover it with that version", sp->dir, st->version,
 			 DC_VERSION);
@@ -128,7 +140,7 @@ static int read_start(struct dc_spool *sp, struct dc_jstart *st, char *err, size
 	return 0;
 }
 
-struct dc_spool *dc_spool_open(const char *dir, uid_t owner, char *err, size_t errlen)
+struct dc_spool *dc_spool_open(const char *dir, char *err, size_t errlen)
 {
 	struct dc_spool *sp = spool_alloc(dir);
 	if (!sp) {
@@ -136,22 +148,20 @@ struct dc_spool *dc_spool_open(const char *dir, uid_t owner, char *err, size_t e
 		return NULL;
 	}
 	struct stat ds;
+	uid_t me = geteuid();
 	sp->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (sp->dirfd >= 0 && !fstat(sp->dirfd, &ds) && ds.st_uid != owner) {
-		snprintf(err, errlen, "%s is owned by uid %u, not by you (uid %u): recover it as "
-			 "its owner", dir, (unsigned)ds.st_uid, (unsigned)owner);
-		dc_spool_free(sp);
-		return NULL;
-	}
-	if (sp->dirfd < 0 || (sp->journal = spool_file(sp, DC_JOURNAL, 0, 0, 0)) < 0) {
-		snprintf(err, errlen, "%s%s%s: %s", dir, sp->dirfd < 0 ? "" : "/",
-			 sp->dirfd < 0 ? "" : DC_JOURNAL, errno == ELOOP || errno == ENOTDIR ?
+	if (sp->dirfd < 0) {
+		snprintf(err, errlen, "%s: %s", dir, errno == ELOOP || errno == ENOTDIR ?
 			 "not a directory (a symbolic link is not followed)" : strerror(errno));
-		dc_spool_free(sp);
-		return NULL;
+	} else if (fstat(sp->dirfd, &ds) || ds.st_uid != me) {
+		snprintf(err, errlen, "%s is owned by uid %u, not by you (uid %u): its owner "
+			 "recovers it (no privileges are needed)", dir, (unsigned)ds.st_uid,
+			 (unsigned)me);
+	} else if ((sp->journal = spool_file(sp, DC_JOURNAL, 0)) < 0) {
+		file_err(err, errlen, dir, DC_JOURNAL);
 	}
 	struct dc_jstart st;
-	if (read_start(sp, &st, err, errlen)) {
+	if (sp->journal < 0 || read_start(sp, &st, err, errlen)) {
 		dc_spool_free(sp);
 		return NULL;
 	}
@@ -159,8 +169,8 @@ struct dc_spool *dc_spool_open(const char *dir, uid_t owner, char *err, size_t e
 	char name[32];
 	for (unsigned k = 0; k < sp->n; k++) {
 		shard_name(name, sizeof(name), k);
-		if ((sp->fds[k] = spool_file(sp, name, 0, 0, 0)) < 0) {
-			snprintf(err, errlen, "%s/%s: %s", dir, name, strerror(errno));
+		if ((sp->fds[k] = spool_file(sp, name, 0)) < 0) {
+			file_err(err, errlen, dir, name);
 			dc_spool_free(sp);
 			return NULL;
 		}
@@ -325,28 +335,79 @@ int dc_spool_journal(struct dc_spool *sp, void (*fn)(void *arg, uint32_t tag, co
 	return 0;
 }
 
-/* A shard file during the replay: its mapping and the next record. */
+/* The replay reads each shard file through a buffer of this many bytes (pread(2): a file
+ * truncated meanwhile ends it, where a mapping would fault), and, when it consumes the
+ * spool, frees its read blocks every DC_REPLAY_STEP. */
+#define DC_REPLAY_BUF (1u << 20)
+#define DC_REPLAY_STEP (8u << 20)
+
+/* A shard file during the replay: its buffer and its next record. */
 struct cursor {
-	const char *p, *end, *base;
-	size_t size;
-	uint64_t key;     /* the head record's `sent` */
-	const char *rec;  /* the head record, NULL: none left */
+	int fd, consume;   /* consume: the read part's disk blocks are freed (a full disk) */
+	char *buf;
+	size_t off, len;   /* buf[off, len) is read, not yet handed on */
+	uint64_t pos;      /* the file offset of buf[len] */
+	uint64_t freed;    /* the file's bytes freed so far (consume) */
+	uint64_t key;      /* the head record's `sent` */
+	const char *rec;   /* the head record, NULL: none left */
 	uint32_t n;
+	int bad;           /* a damaged record ended the file */
 };
 
-/* Moves c to its next record not discarded (ring layout: 8-byte header, padded to 8). */
+/* Reads more of c's file behind what is left in its buffer. Returns the bytes read, 0 at
+ * its end, -1 on a read error. */
+static ssize_t refill(struct cursor *c)
+{
+	memmove(c->buf, c->buf + c->off, c->len - c->off);
+	c->len -= c->off;
+	c->off = 0;
+	ssize_t r;
+	do
+		r = pread(c->fd, c->buf + c->len, DC_REPLAY_BUF - c->len, (off_t)c->pos);
+	while (r < 0 && errno == EINTR);
+	if (r > 0) {
+		c->len += (size_t)r;
+		c->pos += (uint64_t)r;
+	}
+	if (c->consume) { /* tmpfs, ext4, xfs: room for the trace, at once */
+		uint64_t done = c->pos - (c->len - c->off);
+		if (done - c->freed >= DC_REPLAY_STEP) {
+			uint64_t to = done & ~(uint64_t)(DC_REPLAY_STEP - 1);
+			fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				  (off_t)c->freed, (off_t)(to - c->freed));
+			c->freed = to;
+		}
+	}
+	return r;
+}
+
+/* Moves c to its next record not discarded (ring layout: 8-byte header, padded to 8). A
+ * record cut short at the file's end (a killed run) ends it; a damaged one (busy, empty,
+ * larger than any record) ends it too, marked bad. */
 static void next_record(struct cursor *c)
 {
 	c->rec = NULL;
-	while ((size_t)(c->end - c->p) >= BPF_RINGBUF_HDR_SZ) {
+	for (;;) {
+		if (c->len - c->off < BPF_RINGBUF_HDR_SZ) {
+			if (refill(c) <= 0)
+				return;
+			continue;
+		}
 		uint32_t hdr;
-		memcpy(&hdr, c->p, sizeof(hdr));
+		memcpy(&hdr, c->buf + c->off, sizeof(hdr));
 		uint32_t n = hdr & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT);
 		size_t step = (n + BPF_RINGBUF_HDR_SZ + 7) & ~7UL;
-		if ((hdr & BPF_RINGBUF_BUSY_BIT) || step > (size_t)(c->end - c->p))
-			return; /* a record cut short: the file ends here */
-		const char *rec = c->p + BPF_RINGBUF_HDR_SZ;
-		c->p += step;
+		if ((hdr & BPF_RINGBUF_BUSY_BIT) || !n || step > DC_REPLAY_BUF / 2) {
+			c->bad = 1;
+			return;
+		}
+		if (c->len - c->off < step) {
+			if (refill(c) <= 0)
+				return; /* cut short */
+			continue;
+		}
+		const char *rec = c->buf + c->off + BPF_RINGBUF_HDR_SZ;
+		c->off += step;
 		if (hdr & BPF_RINGBUF_DISCARD_BIT)
 			continue;
 		c->rec = rec;
@@ -359,29 +420,22 @@ static void next_record(struct cursor *c)
 }
 
 long dc_spool_replay(struct dc_spool *sp, void (*fn)(void *ctx, const void *data, size_t size),
-		     void *ctx, char *err, size_t errlen)
+		     void *ctx, int consume, char *err, size_t errlen)
 {
 	struct cursor cur[DC_MAX_SHARDS];
 	memset(cur, 0, sizeof(cur));
 	long done = -1;
 	unsigned k;
 	for (k = 0; k < sp->n; k++) {
-		struct stat st;
-		if (fstat(sp->fds[k], &st))
+		cur[k] = (struct cursor){ .fd = sp->fds[k], .consume = consume,
+					  .buf = malloc(DC_REPLAY_BUF) };
+		if (!cur[k].buf)
 			break;
-		cur[k].size = (size_t)st.st_size;
-		if (!cur[k].size)
-			continue;
-		void *m = mmap(NULL, cur[k].size, PROT_READ, MAP_PRIVATE, sp->fds[k], 0);
-		if (m == MAP_FAILED)
-			break;
-		madvise(m, cur[k].size, MADV_SEQUENTIAL);
-		cur[k].base = cur[k].p = m;
-		cur[k].end = cur[k].p + cur[k].size;
+		posix_fadvise(cur[k].fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 		next_record(&cur[k]);
 	}
 	if (k < sp->n) {
-		snprintf(err, errlen, "%s/shard-%u: %s", sp->dir, k, strerror(errno));
+		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
 	for (done = 0;; done++) {
@@ -394,11 +448,23 @@ long dc_spool_replay(struct dc_spool *sp, void (*fn)(void *ctx, const void *data
 		fn(ctx, best->rec, best->n);
 		next_record(best);
 	}
+	for (k = 0; k < sp->n; k++)
+		if (cur[k].bad)
+			fprintf(stderr, "datacrumbs: warning: %s/shard-%u: a damaged record at byte "
+				"%llu: the rest of that file is skipped\n", sp->dir, k,
+				(unsigned long long)(cur[k].pos - (cur[k].len - cur[k].off)));
 out:
 	for (k = 0; k < sp->n; k++)
-		if (cur[k].base)
-			munmap((void *)cur[k].base, cur[k].size);
+		free(cur[k].buf);
 	return done;
+}
+
+uint64_t dc_spool_room(const struct dc_spool *sp)
+{
+	struct statvfs v;
+	if (fstatvfs(sp->dirfd, &v))
+		return 0;
+	return (uint64_t)v.f_bavail * v.f_frsize / 2;
 }
 
 int dc_spool_remove(struct dc_spool *sp)

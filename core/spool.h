@@ -21,6 +21,8 @@ enum dc_jtag {
 	DC_J_FD,        /* i32 pid, i32 fd, then the file the fd held then */
 	DC_J_HELD,      /* i32 pid: datacrumbs' held child (core/consumer.h dc_consumer_held) */
 	DC_J_RANK,      /* i32 pid, i32 rank: its MPI rank, read from its environment at exec */
+	DC_J_SCRIPT,    /* u32 unsafe, u32 nargs, u32 ncmd, then the script's path, -o as given,
+			   its nargs arguments and CMD's ncmd words, each NUL-terminated */
 };
 
 struct dc_jhead {
@@ -41,16 +43,18 @@ struct dc_jstart {
 
 /* Creates the spool of trace `trace` (a .pfw or .pfw.gz path): the directory
  * TRACE.spool (mkdir mode 0700, so never one planted before), its files shard-K for
- * K < nshards and `journal` (O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600), all owned by uid/gid
- * (the invoking user, who may recover it). Returns NULL with one line in err. */
-struct dc_spool *dc_spool_create(const char *trace, unsigned nshards, uid_t uid, gid_t gid,
-				 char *err, size_t errlen);
+ * K < nshards and `journal` (O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600), owned by the tracer
+ * (under sudo root: no other user can write records it then reads). Returns NULL with one
+ * line in err (errno: mkdir(2)'s, EEXIST for a name already there). */
+struct dc_spool *dc_spool_create(const char *trace, unsigned nshards, char *err,
+				 size_t errlen);
 
 /* Opens the spool directory `dir` for reading (datacrumbs recover): never through a
- * symbolic link, only when `owner` owns it (its records decide what is written, so a
- * spool of another user is not read as root), and only when this build wrote it (struct
- * dc_jstart's sizes). Returns NULL with one line in err. */
-struct dc_spool *dc_spool_open(const char *dir, uid_t owner, char *err, size_t errlen);
+ * symbolic link, only when the caller's effective user owns it (a spool is read only by
+ * the user who wrote it: root reads root's), its files only when they are regular ones,
+ * and only when this build wrote it (struct dc_jstart's sizes). Returns NULL with one line
+ * in err. */
+struct dc_spool *dc_spool_open(const char *dir, char *err, size_t errlen);
 
 /* The shard files' fds, nshards of them (for core/shards.h dc_shards_spool). */
 const int *dc_spool_fds(const struct dc_spool *sp);
@@ -82,10 +86,17 @@ void dc_spool_probe_free(struct dc_probe *pr);
 
 /* Hands fn every record of the shard files, merged across them by `sent` (as
  * core/shards.c's merge: each shard's records in ring order, the smallest head first),
- * from mappings of the files. A record cut short at a file's end (a killed run) ends that
- * file. Returns the records handed on, or -1 with err (mmap(2)). */
+ * read through a buffer of 1 MiB a shard. A record cut short at a file's end (a killed
+ * run) ends that file; a damaged one ends it with a warning on stderr. consume: the read
+ * parts' disk blocks are freed as it goes (fallocate(2) punching holes: a full disk gets
+ * room for the trace; the spool cannot be replayed again). Returns the records handed
+ * on, or -1 with err (out of memory). */
 long dc_spool_replay(struct dc_spool *sp, void (*fn)(void *ctx, const void *data, size_t size),
-		     void *ctx, char *err, size_t errlen);
+		     void *ctx, int consume, char *err, size_t errlen);
+
+/* Half the free room of the spool's file system (statvfs(3) f_bavail): its bound when the
+ * user gives none, so that a spool leaves room for the trace. 0 when unknown. */
+uint64_t dc_spool_room(const struct dc_spool *sp);
 
 /* Removes the spool's files and its directory (a trace written whole), and frees sp.
  * Returns 0, or -1 with errno (unlinkat(2), rmdir). */

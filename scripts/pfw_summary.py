@@ -102,7 +102,9 @@ def collect(path, recs=None, closed=None):
             t[1] += moved
             t[2] += dur
     if not state.get("closed") and not rows:
-        raise OSError(0, "not a trace, or nothing readable in it")
+        raise OSError(0, "not a trace, or nothing readable in it%s" % (
+            " (a killed run's: datacrumbs recover %s.spool writes it)" % path
+            if os.path.isdir(path + ".spool") else ""))
     return by_func, by_file, by_proc, pids, end, state.get("closed")
 
 

@@ -15,6 +15,7 @@ status is 0 when every file passes, 1 otherwise (2: bad usage).
 """
 import hashlib
 import json
+import os
 import re
 import sys
 import zlib
@@ -123,7 +124,10 @@ class Trace:
             body = body[:-2]
             closed = True
         elif not self.partial:
-            self.err(0, "no closing \"]\" (a killed run? use --partial)")
+            spool = self.path + ".spool"
+            self.err(0, "no closing \"]\" (a killed run? use --partial%s)" % (
+                "; its spool is beside it: datacrumbs recover " + spool
+                if os.path.isdir(spool) else ""))
         if body and not body.endswith(b"\n"):
             # without "]", a last line without its newline is a cut one: not read
             self.err(body.count(b"\n") + 2, "the line has no newline at its end")

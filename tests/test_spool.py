@@ -8,8 +8,10 @@ drain threads only copy records into TRACE.spool/; they are decoded after it.
    written + not written + lost account exactly for prog_flood's N writes.
 4. A script that requires luv is live: its timer sees the command's events while it runs.
 5. recover refuses what is wrong, in one line: no SPOOL, another user's spool (as root),
-   a symlink, a directory that is no spool."""
+   a symlink, a directory that is no spool, a FIFO for a shard; a journal cut short is
+   used up to the cut. A run over a killed run's spool stops before replacing its trace."""
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -87,6 +89,16 @@ out, err = p.communicate(timeout=300)
 equal(p.returncode, -signal.SIGKILL, "kill: the tracer died of SIGKILL (%s)" % err.strip())
 spool = trace + ".spool"
 check(os.path.isdir(spool), "kill: the spool is left")
+# copies to damage below (section 5)
+kept = dctest.workdir("spool-kept")
+for name in ("cut", "fifo"):
+    shutil.copytree(spool, os.path.join(kept, name + ".pfw.gz.spool"))
+# a second run of the same name stops before its trace replaces the cut one
+r = dctest.run_dc(["run", "--force", "-o", trace, WRITES, "--", "true"])
+check(r.returncode == 125 and "a killed run's spool is there (`datacrumbs recover" in
+      r.stderr and os.path.getsize(trace) < 4096 and os.path.isdir(spool),
+      "a run over a killed run's spool: refused, nothing replaced (%d: %s)" %
+      (r.returncode, r.stderr.strip()))
 r = dctest.run_dc(["recover", spool])
 equal(r.returncode, 0, "recover: exit status (%s)" % r.stderr.strip())
 check("INCOMPLETE: recovered from" in r.stderr, "recover: says the trace is incomplete: %r"
@@ -122,8 +134,8 @@ trace = os.path.join(d, "t.pfw.gz")
 r = dctest.run_dc(["run", "-o", trace, "--spool-size", "64K", "--buffer-size", "64K", WRITES,
                    "--", FLOOD, str(N3)])
 equal(r.returncode, 0, "bound: exit status (%s)" % r.stderr.strip())
-check("reached its --spool-size: from here on the events are decoded while the command runs"
-      in r.stderr, "bound: said: %r" % r.stderr)
+check("its bound is reached (--spool-size; default half the free disk): from here on the "
+      "events are decoded while the command runs" in r.stderr, "bound: said: %r" % r.stderr)
 s = summary(r.stderr)
 check(s is not None, "bound: a summary line: %r" % r.stderr)
 if s:
@@ -143,8 +155,10 @@ subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", small], chec
 try:
     r = dctest.run_dc(["run", "-o", small, WRITES, "--", FLOOD, str(N3)])
     equal(r.returncode, 125, "full: exit status 125 (%s)" % r.stderr.strip())
-    check("No space left on device: from here on the events are decoded" in r.stderr,
-          "full: the spool's end said: %r" % r.stderr)
+    # (its bound, half the free room, comes first: the disk keeps room for the trace)
+    check(".spool: its bound is reached (--spool-size; default half the free disk): from "
+          "here on the events are decoded" in r.stderr, "full: the spool's end said: %r" %
+          r.stderr)
     s = summary(r.stderr)
     check(s is not None and s[0] + s[1] + s[2] == N3,
           "full: written + not written + lost = the %d writes: %r" % (N3, s))
@@ -199,4 +213,20 @@ for args, want in ((["recover"], "no SPOOL given"),
     check(r.returncode != 0 and want in r.stderr.splitlines()[0],
           "%s: exit %d, first line %r" % (" ".join(args), r.returncode,
                                           r.stderr.splitlines()[:1]))
+# a FIFO in place of a shard file: refused at once, never opened for reading (it would block)
+fifo = os.path.join(kept, "fifo.pfw.gz.spool")
+os.unlink(os.path.join(fifo, "shard-0"))
+os.mkfifo(os.path.join(fifo, "shard-0"))
+r = dctest.run_dc(["recover", fifo], timeout=60)
+check(r.returncode == 1 and "shard-0: not a regular file" in r.stderr,
+      "a FIFO shard: one line (%d: %s)" % (r.returncode, r.stderr.strip()))
+# a journal cut by the kill: the entries before the cut are used
+cut = os.path.join(kept, "cut.pfw.gz.spool")
+with open(os.path.join(cut, "journal"), "r+b") as f:
+    f.truncate(os.path.getsize(os.path.join(cut, "journal")) - 5)
+r = dctest.run_dc(["recover", cut])
+equal(r.returncode, 0, "a cut journal: recovered (%s)" % r.stderr.strip())
+check("cut short after byte" in r.stderr, "a cut journal: said: %r" % r.stderr)
+if r.returncode == 0:
+    dctest.check_pfw(os.path.join(kept, "cut.pfw.gz"), partial=True)
 dctest.finish()
