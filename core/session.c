@@ -234,7 +234,7 @@ static void defer_merge(struct session *s)
 			"off): not deferred\n", e);
 		return;
 	}
-	if (!mib)
+	if (!mib || s->spool) /* spooling: nothing is formatted during the run anyway */
 		return;
 	if (dc_script_wants_events(s->script))
 		fprintf(stderr, "datacrumbs: DATACRUMBS_DEFER: not deferred, the script has an "
