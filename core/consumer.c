@@ -107,7 +107,6 @@ struct dc_consumer {
 	int spooling;              /* the drains hand on the live kinds alone (on_live) */
 	int switched;              /* the spooling failed during the run (its errno): the
 				      spool was replayed then, and the rest decoded live */
-	uint64_t unwritten;        /* call records replayed after the writer failed */
 };
 
 static uint64_t hash64(uint64_t k)
@@ -1048,13 +1047,8 @@ static void on_record(void *ctx, const void *data, size_t size)
 {
 	struct dc_consumer *c = ctx;
 	const struct dc_event *e = data;
-	if (size < sizeof(*e))
+	if (size < sizeof(*e) || c->failed)
 		return;
-	if (c->failed) { /* a call the trace would have had: counted as not written */
-		const struct dc_probe *pr = dc_bpf_probe(c->bpf, e->probe);
-		c->unwritten += e->kind == DC_EV_CALL && pr && !pr->hidden;
-		return;
-	}
 	const char *path = NULL, *path2 = NULL;
 	if (e->path_len > 0 && e->path_len <= DC_PATH_MAX &&
 	    size >= sizeof(struct dc_event) + e->path_len) {
@@ -1174,11 +1168,6 @@ long dc_consumer_replay(struct dc_consumer *c, int *spool_err, char *err, size_t
 	long n = dc_spool_replay(c->spool, on_record, c, 0, err, errlen);
 	dc_trust_batch_end();
 	return n;
-}
-
-uint64_t dc_consumer_unwritten(const struct dc_consumer *c)
-{
-	return c->unwritten;
 }
 
 /* The journal's entries that remake the consumer's state of the run's start (recover). */

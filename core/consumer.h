@@ -123,9 +123,6 @@ uint64_t dc_consumer_spooled(const struct dc_consumer *c);
  * replayed, or -1 with err (the spool cannot be mapped). */
 long dc_consumer_replay(struct dc_consumer *c, int *spool_err, char *err, size_t errlen);
 
-/* Call records that reached the consumer after the writer failed (not written). */
-uint64_t dc_consumer_unwritten(const struct dc_consumer *c);
-
 /* recover: the state a run journaled at its start (processes, their cwd and fds, the held
  * child, ranks) set from sp's journal, which replays into this consumer next
  * (dc_consumer_replay). 0, or -1 with err (a journal cut short: what came before is set). */

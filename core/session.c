@@ -1468,8 +1468,7 @@ static void close_trace(struct session *s)
 				 "errors)", (unsigned long long)dropped, errs);
 		if (s->cut)
 			snprintf(unwritten, sizeof(unwritten), ", %llu not written",
-				 (unsigned long long)((all > n ? all - n : 0) +
-						      dc_consumer_unwritten(s->cons)));
+				 (unsigned long long)(all > n ? all - n : 0));
 		if (s->stats[DC_STAT_DEEP])
 			fprintf(stderr, "datacrumbs: warning: %llu calls nested deeper than %d on "
 				"one thread were not recorded\n",

@@ -244,10 +244,10 @@ static size_t span_walk(struct shard *s, const char *p, size_t len, unsigned liv
 /* Spooling: appends the records waiting in s's ring buffer to its spool file as the ring
  * holds them (one copy, into the page cache: no record is decoded), queues those of the
  * live kinds for the merge too, and frees their room in the ring. Stops for good at the
- * spool's bound or a write error (the ring buffer then fills: BPF counts what is lost);
- * a short write is cut back to its last whole record. Returns 1 when records were left
- * in the ring for want of time (read again at once), else 0 (also once stopped for good).
- * Caller holds s->mu. */
+ * spool's bound or a write error, s->spool_err saying which (read_shard then queues what
+ * is left, as without a spool); a short write is cut back to its last whole record.
+ * Returns 1 when records were left in the ring for want of time (read again at once),
+ * else 0 (also once stopped). Caller holds s->mu. */
 static int spool_ring(struct dc_shards *sh, struct shard *s)
 {
 	if (s->spool_err)
