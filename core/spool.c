@@ -154,9 +154,8 @@ struct dc_spool *dc_spool_open(const char *dir, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: %s", dir, errno == ELOOP || errno == ENOTDIR ?
 			 "not a directory (a symbolic link is not followed)" : strerror(errno));
 	} else if (fstat(sp->dirfd, &ds) || ds.st_uid != me) {
-		snprintf(err, errlen, "%s is owned by uid %u, not by you (uid %u): its owner "
-			 "recovers it (no privileges are needed)", dir, (unsigned)ds.st_uid,
-			 (unsigned)me);
+		snprintf(err, errlen, "%s is owned by uid %u, not by you (uid %u): the user its "
+			 "tracer ran as recovers it", dir, (unsigned)ds.st_uid, (unsigned)me);
 	} else if ((sp->journal = spool_file(sp, DC_JOURNAL, 0)) < 0) {
 		file_err(err, errlen, dir, DC_JOURNAL);
 	}
