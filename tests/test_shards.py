@@ -62,20 +62,25 @@ for shards, threads in ((1, 0), (2, 1), (2, 2)):
     check(writes[-1]["tid"] == writes[-1]["pid"],
           "%s: the main thread's write (after joining both) is the last in the file" % name)
 
-# deferral (core/shards.h dc_shards_defer, DATACRUMBS_DEFER=MiB): while the command runs,
-# the merge (datacrumbs' main thread, the command's parent) is at nice 19 with drain
-# threads, at its own (ours) without them, with DATACRUMBS_DEFER=0 or unset (the default);
-# field 19 of /proc/PID/stat is the nice value (proc(5))
+# deferral (core/shards.h dc_shards_defer, DATACRUMBS_DEFER=MiB) of a run decoding live
+# (--no-spool): while the command runs, the merge (datacrumbs' main thread, the command's
+# parent) is at nice 19 with drain threads, at its own (ours) without them, with
+# DATACRUMBS_DEFER=0 or unset (the default); a spooled run has nothing to defer (its merge
+# hands on loads and execs alone): its own. Field 19 of /proc/PID/stat is the nice value
+# (proc(5))
 own = str(os.getpriority(os.PRIO_PROCESS, 0))
-for threads, defer, want in ((1, "64", "19"), (0, "64", own), (1, "0", own), (1, None, own)):
-    name = "nice, %d drain threads, DATACRUMBS_DEFER=%s" % (threads, defer)
+for threads, defer, live, want in ((1, "64", 1, "19"), (0, "64", 1, own), (1, "0", 1, own),
+                                   (1, None, 1, own), (1, "64", 0, own)):
+    name = "nice, %d drain threads, DATACRUMBS_DEFER=%s%s" % (threads, defer,
+                                                            ", --no-spool" if live else "")
     d = dctest.workdir("shards-nice")
     env = dict(os.environ)
     env.pop("DATACRUMBS_DEFER", None)
     if defer is not None:
         env["DATACRUMBS_DEFER"] = defer
-    r = dctest.run_dc(["run", "--drain-threads", str(threads), "-o", d, SCRIPT, "--",
-                       "/bin/sh", "-c", "cut -d' ' -f19 /proc/$PPID/stat"], env=env)
+    r = dctest.run_dc(["run", "--drain-threads", str(threads), "-o", d] +
+                      (["--no-spool"] if live else []) + [SCRIPT, "--",
+                      "/bin/sh", "-c", "cut -d' ' -f19 /proc/$PPID/stat"], env=env)
     equal(r.returncode, 0, "%s: exit status (stderr: %s)" % (name, r.stderr.strip()))
     equal(r.stdout.strip(), want, "%s: the merge's nice value seen by the command" % name)
     dctest.check_pfw(dctest.find_trace(d))
