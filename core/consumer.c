@@ -1137,9 +1137,8 @@ static void switch_live(struct dc_consumer *c)
 	char err[512];
 	c->switched = dc_shards_spool_failed(c->sh);
 	fprintf(stderr, "datacrumbs: warning: the spool %s: %s: from here on the events are "
-		"decoded while the command runs\n", dc_spool_dir(c->spool), c->switched == EFBIG
-		? "its bound is reached (--spool-size; default half the free disk)"
-		: strerror(c->switched));
+		"decoded while the command runs\n", dc_spool_dir(c->spool),
+		dc_spool_stop_reason(c->switched));
 	c->spooling = 0;
 	dc_shards_spool_settle(c->sh);
 	dc_trust_batch_begin();

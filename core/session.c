@@ -1360,9 +1360,8 @@ static void replay(struct session *s)
 	}
 	if (s->spool_err && !dc_consumer_spool_switched(s->cons)) /* at its very end */
 		fprintf(stderr, "datacrumbs: warning: the spool %s: %s: its last records are "
-			"read from the ring buffers\n", dc_spool_dir(s->spool), s->spool_err == EFBIG
-			? "its bound is reached (--spool-size; default half the free disk)"
-			: strerror(s->spool_err));
+			"read from the ring buffers\n", dc_spool_dir(s->spool),
+			dc_spool_stop_reason(s->spool_err));
 	if (dc_writer_error(s->w))
 		cut(s, dc_writer_error(s->w));
 }

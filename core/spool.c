@@ -182,11 +182,6 @@ const int *dc_spool_fds(const struct dc_spool *sp)
 	return sp->fds;
 }
 
-unsigned dc_spool_nshards(const struct dc_spool *sp)
-{
-	return sp->n;
-}
-
 const char *dc_spool_dir(const struct dc_spool *sp)
 {
 	return sp->dir;
@@ -468,22 +463,26 @@ uint64_t dc_spool_room(const struct dc_spool *sp)
 
 int dc_spool_remove(struct dc_spool *sp)
 {
-	int rc = 0;
+	int e = 0; /* the first failure's errno */
 	char name[32];
 	for (unsigned k = 0; k < sp->n; k++) {
 		shard_name(name, sizeof(name), k);
-		if (sp->fds[k] >= 0 && unlinkat(sp->dirfd, name, 0))
-			rc = -1;
+		if (sp->fds[k] >= 0 && unlinkat(sp->dirfd, name, 0) && !e)
+			e = errno;
 	}
-	if (sp->journal >= 0 && unlinkat(sp->dirfd, DC_JOURNAL, 0))
-		rc = -1;
-	int e = errno;
-	if (rmdir(sp->dir))
-		rc = -1;
-	else
-		errno = e;
+	if (sp->journal >= 0 && unlinkat(sp->dirfd, DC_JOURNAL, 0) && !e)
+		e = errno;
+	if (rmdir(sp->dir) && !e)
+		e = errno;
 	dc_spool_free(sp);
-	return rc;
+	errno = e;
+	return e ? -1 : 0;
+}
+
+const char *dc_spool_stop_reason(int err)
+{
+	return err == EFBIG ? "its bound is reached (--spool-size; default half the free disk)"
+			    : strerror(err);
 }
 
 void dc_spool_free(struct dc_spool *sp)

@@ -56,9 +56,8 @@ struct dc_spool *dc_spool_create(const char *trace, unsigned nshards, char *err,
  * in err. */
 struct dc_spool *dc_spool_open(const char *dir, char *err, size_t errlen);
 
-/* The shard files' fds, nshards of them (for core/shards.h dc_shards_spool). */
+/* The shard files' fds, one per shard (for core/shards.h dc_shards_spool). */
 const int *dc_spool_fds(const struct dc_spool *sp);
-unsigned dc_spool_nshards(const struct dc_spool *sp);
 
 /* The directory's path. */
 const char *dc_spool_dir(const struct dc_spool *sp);
@@ -101,6 +100,10 @@ uint64_t dc_spool_room(const struct dc_spool *sp);
 /* Removes the spool's files and its directory (a trace written whole), and frees sp.
  * Returns 0, or -1 with errno (unlinkat(2), rmdir). */
 int dc_spool_remove(struct dc_spool *sp);
+
+/* Why a spool stopped taking records, for a message: err EFBIG is its bound, else
+ * strerror(err). A static string. */
+const char *dc_spool_stop_reason(int err);
 
 /* Closes the files and frees sp, leaving them on disk (NULL is fine). */
 void dc_spool_free(struct dc_spool *sp);
