@@ -350,6 +350,11 @@ static int up_ready(struct dc_bpf *b, char *err, size_t errlen)
 	return b->up_err[0] ? -1 : 0;
 }
 
+int dc_bpf_ready(struct dc_bpf *b, char *err, size_t errlen)
+{
+	return up_ready(b, err, errlen);
+}
+
 /* Picks the user-space probes' programs before uprobe.bpf.c loads: the session uprobe
  * where the kernel has them (dc_feature_uprobe_session's check, begun on a thread by
  * dc_feature_uprobe_prefetch: taken as late as this, so that its links' waits pass while

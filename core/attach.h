@@ -60,6 +60,11 @@ struct dc_bpf *dc_bpf_open(size_t ringbuf_bytes, unsigned nshards, uint64_t prof
  * map cannot be read. */
 int dc_bpf_traced(struct dc_bpf *b, int except, int *pids, int max);
 
+/* Waits for the BPF programs that dc_bpf_open began to load on a thread. Returns 0 when
+ * they loaded and their sched tracepoints are attached, else -1 with the load's error in
+ * err (errlen bytes; e.g. "cannot load the BPF programs: Permission denied"). */
+int dc_bpf_ready(struct dc_bpf *b, char *err, size_t errlen);
+
 /* Marks tgid as traced: its calls are recorded and its future children are followed
  * (its `traced_hint` slot first, bpf/datacrumbs.h DC_TRACED_SLOTS, then the `traced`
  * entry). Returns 0, or -1 with errno. */

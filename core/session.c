@@ -1220,6 +1220,10 @@ static void follow_dlopen(struct session *s)
 static int attach_probes(struct session *s)
 {
 	const struct dc_opts *o = s->o;
+	if (dc_bpf_ready(s->bpf, s->err, sizeof(s->err))) { /* the load's own error first */
+		fail(s->err);
+		return -1;
+	}
 	if (dc_bpf_trace_pid(s->bpf, s->child)) {
 		snprintf(s->err, sizeof(s->err), "cannot add pid %d to the traced map: %s (nothing "
 			 "was traced; check `datacrumbs features`)", s->child, strerror(errno));
