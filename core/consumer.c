@@ -309,10 +309,23 @@ struct decoded {
 	uint64_t new_handle; /* the handle a `handle_out` arg received */
 };
 
-/* Applies what a successful call does to the process's fds, handles and cwd. */
+/* The open call e made a new file (O_CREAT|O_EXCL, or O_TMPFILE's unnamed one), whose
+ * inode number may be that of a file freed earlier in the run (open(2)). */
+static int made_new(const struct dc_consumer *c, const struct dc_event *e)
+{
+	int flagsi = c->flags_arg[e->probe];
+	if (flagsi < 0)
+		return 0;
+	uint64_t fl = e->args[flagsi];
+	return (fl & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL) ||
+	       (fl & __O_TMPFILE) == __O_TMPFILE;
+}
+
+/* Applies what a successful call does to the process's fds, handles and cwd, and to the
+ * inode table; path and path2 are the record's files (record_path). */
 static void apply_effect(struct dc_consumer *c, struct dc_proc_files *pf,
 			 const struct dc_func *f, const struct dc_event *e, int64_t ret,
-			 const char *path, const struct decoded *d)
+			 const char *path, const char *path2, const struct decoded *d)
 {
 	int fdi = d->fdi;
 	int64_t fd = fdi >= 0 ? (int)e->args[fdi] : -1;
@@ -390,6 +403,13 @@ static void apply_effect(struct dc_consumer *c, struct dc_proc_files *pf,
 	case DC_FX_MUNMAP:
 		if (d->sizei >= 0 && d->addri >= 0)
 			dc_files_unmap(pf, e->args[d->addri], e->args[d->sizei]);
+		break;
+	case DC_FX_RENAME: /* RENAME_EXCHANGE: include/uapi/linux/fs.h */
+		dc_files_renamed(path, path2, c->flags_arg[e->probe] >= 0 &&
+				 (e->args[c->flags_arg[e->probe]] & 2));
+		break;
+	case DC_FX_UNLINK:
+		dc_files_unlinked(path);
 		break;
 	case DC_FX_NONE:
 		break;
@@ -669,20 +689,16 @@ static int64_t record_ret(struct dc_consumer *c, struct dc_record *r, const stru
 }
 
 /* The name of the file (dev, ino) that an open reached by path `got`: the path the run
- * first saw it opened by (the inode table, dc_files_inode), when that path still names
- * the same inode (got is a hard link of it: link(2)), else got. So one file has one name
- * in both modes: profile mode's BPF keys an fd's calls by inode, and the inode table
- * names them. */
-static const char *one_name(uint64_t dev, uint64_t ino, const char *got)
+ * first saw it opened by (the inode table, dc_files_inode), while that name lives in the
+ * run's history (got is a hard link of it: link(2)), else got. The history, not the file
+ * system now: the replay runs after the command, when the name may be another file's
+ * (git's config.lock renamed over config, its inode number given to the next lock). A
+ * file the open made (made_new) has no older name. So one file has one name in both
+ * modes: profile mode's BPF keys an fd's calls by inode, and the inode table names them. */
+static const char *one_name(uint64_t dev, uint64_t ino, const char *got, int fresh)
 {
-	const char *known = dc_files_inode(dev, ino);
-	if (!known || !strcmp(known, got))
-		return got;
-	struct stat st;
-	dc_trust_enter_script(); /* as dc_files_real: the invoking user's view */
-	int same = !stat(known, &st) && (uint64_t)st.st_ino == ino && (uint64_t)st.st_dev == dev;
-	dc_trust_leave_script();
-	return same ? known : got;
+	const char *known = fresh ? NULL : dc_files_inode(dev, ino);
+	return known ? known : got;
 }
 
 /* The second string of call e (epath2: rename's newpath, link's newpath, symlink's
@@ -747,7 +763,8 @@ static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
 			real = dc_files_real(r->pid, f->effect == DC_FX_OPEN ? ret : -1, e->dev,
 					     e->ino, r->path, c->rpath, sizeof(c->rpath));
 			if (f->effect == DC_FX_OPEN && e->ino && ret >= 0)
-				real = one_name(e->dev, e->ino, real ? real : r->path);
+				real = one_name(e->dev, e->ino, real ? real : r->path,
+						made_new(c, e));
 		}
 		if (real && strcmp(real, r->path)) {
 			const char *given = dc_rec_keep(r, epath, strlen(epath));
@@ -964,7 +981,7 @@ static void on_call(struct dc_consumer *c, const struct dc_event *e, const char 
 	int finished = !(e->flags & (DC_F_UNFINISHED | DC_F_ENTRY | DC_F_UNWOUND)) &&
 		       !restarted(pr, ret);
 	if (f->effect != DC_FX_NONE && finished && call_ok(f, ret))
-		apply_effect(c, pf, f, e, ret, r->path, &d);
+		apply_effect(c, pf, f, e, ret, r->path, r->path2, &d);
 	if (pr->hidden)
 		return;
 	deliver(c, r, pr, pq, e, finished, ret);

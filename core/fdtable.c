@@ -22,6 +22,8 @@
 struct intern_slot {
 	uint64_t h;
 	char *s; /* NULL: empty slot */
+	uint64_t dev, ino; /* the inode this path was last given in the inode table (both 0:
+			      none); that entry may name another path since */
 };
 
 static uint64_t intern_hash(const void *slot)
@@ -42,10 +44,10 @@ static int intern_eq(const void *slot, const void *key)
 	return !strcmp(((const struct intern_slot *)slot)->s, key);
 }
 
-const char *dc_files_intern(const char *s)
+/* The interned slot of s, made when it is new (dc_files_intern). Valid until the next
+ * interning. */
+static struct intern_slot *intern_slot(const char *s)
 {
-	if (!s)
-		return NULL;
 	uint64_t h = dc_hash_bytes(14695981039346656037ULL, s, strlen(s));
 	if (dc_htab_reserve(&interned))
 		dc_oom();
@@ -54,7 +56,12 @@ const char *dc_files_intern(const char *s)
 		*e = (struct intern_slot){ .h = h, .s = dc_xstrdup(s) };
 		interned.n++;
 	}
-	return e->s;
+	return e;
+}
+
+const char *dc_files_intern(const char *s)
+{
+	return s ? intern_slot(s)->s : NULL;
 }
 
 struct dir_entry {
@@ -97,6 +104,9 @@ static struct dc_proc_files *buckets[NBUCKETS];
 struct inode_entry {
 	uint64_t dev, ino;
 	const char *path;   /* interned; NULL: empty slot */
+	const char *opened; /* interned: the name its last open reached it by (renames and
+			       unlinks since leave it) */
+	int gone;           /* its name was unlinked or renamed over: no name known */
 };
 static uint64_t inode_hash(const void *slot)
 {
@@ -177,24 +187,72 @@ void dc_files_note_inode(const char *abs)
 		dc_files_set_inode(st.st_dev, st.st_ino, abs);
 }
 
-void dc_files_set_inode(uint64_t dev, uint64_t ino, const char *abs)
+/* Names inode (dev, ino) abs, and also its open's name when `open`. */
+static void name_inode(uint64_t dev, uint64_t ino, const char *abs, int open)
 {
 	if (dc_htab_reserve(&inodes))
 		dc_oom();
 	struct inode_entry *e = inode_slot(dev, ino);
-	const char *c = dc_files_intern(abs);
-	if (e->path == c)
-		return;
+	struct intern_slot *s = intern_slot(abs);
+	s->dev = dev;
+	s->ino = ino;
 	if (!e->path)
 		inodes.n++;
-	*e = (struct inode_entry){ .dev = dev, .ino = ino, .path = c };
+	const char *opened = open || !e->path ? s->s : e->opened;
+	*e = (struct inode_entry){ .dev = dev, .ino = ino, .path = s->s, .opened = opened };
+}
+
+void dc_files_set_inode(uint64_t dev, uint64_t ino, const char *abs)
+{
+	name_inode(dev, ino, abs, 1);
+}
+
+const char *dc_files_inode_opened(uint64_t dev, uint64_t ino)
+{
+	if (!inodes.cap)
+		return NULL;
+	return inode_slot(dev, ino)->opened;
 }
 
 const char *dc_files_inode(uint64_t dev, uint64_t ino)
 {
 	if (!inodes.cap)
 		return NULL;
-	return inode_slot(dev, ino)->path;
+	const struct inode_entry *e = inode_slot(dev, ino);
+	return e->gone ? NULL : e->path;
+}
+
+/* The inode table's live entry that names abs, NULL when none does. */
+static struct inode_entry *named_by(const char *abs)
+{
+	if (!inodes.cap)
+		return NULL;
+	const struct intern_slot *s = intern_slot(abs);
+	if (!s->dev && !s->ino)
+		return NULL;
+	struct inode_entry *e = inode_slot(s->dev, s->ino);
+	return e->path == s->s && !e->gone ? e : NULL;
+}
+
+void dc_files_unlinked(const char *abs)
+{
+	struct inode_entry *e = abs ? named_by(abs) : NULL;
+	if (e)
+		e->gone = 1;
+}
+
+void dc_files_renamed(const char *from, const char *to, int exchange)
+{
+	if (!from || !to)
+		return;
+	struct inode_entry *a = named_by(from), *b = named_by(to);
+	if (b && !exchange)
+		b->gone = 1; /* the file `to` named is replaced: unlinked, or named elsewhere */
+	uint64_t bdev = b ? b->dev : 0, bino = b ? b->ino : 0; /* a's naming may move b */
+	if (a)
+		name_inode(a->dev, a->ino, to, 0);
+	if (b && exchange)
+		name_inode(bdev, bino, from, 0);
 }
 
 void dc_files_clear(void)

@@ -68,6 +68,17 @@ void dc_files_note_inode(const char *abs);
 /* The same with the inode known (read by BPF when the open returned). */
 void dc_files_set_inode(uint64_t dev, uint64_t ino, const char *abs);
 const char *dc_files_inode(uint64_t dev, uint64_t ino);
+/* The name the last open of inode (dev, ino) reached it by, kept through its renames and
+ * unlinks since (profile mode names an inode's sums so: the calls were made on the file
+ * as opened); NULL when no open of it was seen. */
+const char *dc_files_inode_opened(uint64_t dev, uint64_t ino);
+/* A successful unlink of abs (an absolute path): the inode table forgets the file it
+ * named, so that a new file that gets its inode number later is not named after it. */
+void dc_files_unlinked(const char *abs);
+/* A successful rename of `from` to `to` (absolute paths): the file `from` named is now
+ * named `to`, and the file `to` named before is forgotten; exchange (renameat2's
+ * RENAME_EXCHANGE, include/uapi/linux/fs.h) swaps the two names instead. */
+void dc_files_renamed(const char *from, const char *to, int exchange);
 
 /* Makes `path` absolute: relative paths are joined to the path of dirfd (AT_FDCWD = -100
  * or use_dirfd=0: the cwd), then "." and ".." and repeated '/' are folded lexically (no

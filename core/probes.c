@@ -40,10 +40,10 @@ static const struct { const char *name; enum dc_effect fx; } effects[] = {
 	{ "fdopendir", DC_FX_FDOPENDIR }, { "closedir", DC_FX_CLOSEDIR },
 	{ "fopen", DC_FX_FOPEN },       { "fclose", DC_FX_FCLOSE }, { "hopen", DC_FX_HOPEN },
 	{ "hclose", DC_FX_HCLOSE },     { "rank", DC_FX_RANK },     { "mmap", DC_FX_MMAP },
-	{ "munmap", DC_FX_MUNMAP },
+	{ "munmap", DC_FX_MUNMAP },     { "rename", DC_FX_RENAME }, { "unlink", DC_FX_UNLINK },
 };
 #define EFFECTS_LIST "open, close, dup, dup2, fcntl, chdir, fchdir, opendir, fdopendir, " \
-	"closedir, fopen, fclose, hopen, hclose, rank, mmap, munmap"
+	"closedir, fopen, fclose, hopen, hclose, rank, mmap, munmap, rename, unlink"
 
 /* What each effect needs among the arguments (checked so a mistake shows at load time,
  * not as a silently wrong fd table): count of arguments of one kind. */
@@ -56,6 +56,7 @@ static const struct { enum dc_effect fx; enum dc_arg_kind kind; int n; } effect_
 	{ DC_FX_FCLOSE, DC_ARG_FILE, 1 },   { DC_FX_HOPEN, DC_ARG_PATH, 1 },
 	{ DC_FX_HOPEN, DC_ARG_HANDLE_OUT, 1 }, { DC_FX_HCLOSE, DC_ARG_HANDLE_IN, 1 },
 	{ DC_FX_MMAP, DC_ARG_FD, 1 },       { DC_FX_MUNMAP, DC_ARG_ADDR, 1 },
+	{ DC_FX_RENAME, DC_ARG_PATH, 2 },   { DC_FX_UNLINK, DC_ARG_PATH, 1 },
 };
 
 /* State of one load: the file name for messages and the first error. */

@@ -87,6 +87,8 @@ enum dc_effect {
 	DC_FX_RANK,     /* MPI_Init: the process is an MPI rank (process_name "Rank N") */
 	DC_FX_MMAP,     /* ret (an address) maps the fd argument's file over `size` bytes */
 	DC_FX_MUNMAP,   /* [the addr argument, + `size`) is unmapped */
+	DC_FX_RENAME,   /* the first path argument's file is now named by the second */
+	DC_FX_UNLINK,   /* the path argument's name is gone */
 };
 
 struct dc_arg {

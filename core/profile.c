@@ -286,7 +286,7 @@ static const char *key_path(struct dc_profile *p, const struct dc_agg_key *k)
 		return p->special;
 	}
 	if (k->kind == DC_AGG_INODE)
-		return dc_files_inode(k->fdev, k->fkey);
+		return dc_files_inode_opened(k->fdev, k->fkey);
 	if (k->kind == DC_AGG_HANDLE && p->opens.cap) {
 		const struct open_e *e = open_slot(p, k->pid, k->fkey);
 		return e->id ? e->path : NULL;

@@ -17,9 +17,9 @@ local opt = options.parse {
 local interval_ms = math.max(1, math.floor(options.duration_us(opt.every) / 1000))
 local top = tonumber(opt.top) or error("filetop.lua: --top needs a number", 0)
 
-local reads = { read = true, pread = true, readv = true, preadv = true, fread = true,
+local reads = { read = true, pread = true, readv = true, preadv = true, preadv2 = true, fread = true,
   __read_nocancel = true, __pread64_nocancel = true }
-local writes = { write = true, pwrite = true, writev = true, pwritev = true, fwrite = true,
+local writes = { write = true, pwrite = true, writev = true, pwritev = true, pwritev2 = true, fwrite = true,
   __write_nocancel = true }
 local files = {}   -- path -> { r = calls, rb = bytes, w = calls, wb = bytes }
 

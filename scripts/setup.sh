@@ -7,7 +7,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # (libdeflate-dev: only bench/gzlevel.c, which compares it with ISA-L, the writer's)
 PKGS=(gcc g++ make cmake pkg-config clang llvm bpftool
       libbpf-dev libelf-dev libdw-dev liblua5.4-dev lua-luv-dev libuv1-dev zlib1g-dev libisal-dev libdeflate-dev libyaml-dev
-      libssl-dev strace bpftrace procps sqlite3 libc6-dbg lmod man-db libcap2-bin util-linux
+      libssl-dev strace bpftrace procps sqlite3 libc6-dbg lmod man-db libcap2-bin util-linux git
       openmpi-bin libopenmpi-dev mpich libmpich-dev hdf5-tools fio
       libzydis-dev golang-go libaio1
       qemu-system-x86 busybox-static cpio

@@ -24,7 +24,8 @@ if not (small and align and align > 0 and fraction and maxev) then
 end
 
 local data = { read = true, write = true, pread = true, pwrite = true, readv = true,
-  writev = true, preadv = true, pwritev = true, fread = true, fwrite = true,
+  writev = true, preadv = true, pwritev = true, preadv2 = true,
+  pwritev2 = true, fread = true, fwrite = true,
   sys_read = true, sys_write = true, sys_pread64 = true, sys_pwrite64 = true }
 local files = {}   -- path -> { n, bytes, odd, first, last, events = { ... } }
 
