@@ -309,17 +309,6 @@ struct decoded {
 	uint64_t new_handle; /* the handle a `handle_out` arg received */
 };
 
-/* The open call e made a new file (O_CREAT|O_EXCL, or O_TMPFILE's unnamed one), whose
- * inode number may be that of a file freed earlier in the run (open(2)). */
-static int made_new(const struct dc_consumer *c, const struct dc_event *e)
-{
-	int flagsi = c->flags_arg[e->probe];
-	if (flagsi < 0)
-		return 0;
-	uint64_t fl = e->args[flagsi];
-	return (fl & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL) ||
-	       (fl & __O_TMPFILE) == __O_TMPFILE;
-}
 
 /* Applies what a successful call does to the process's fds, handles and cwd, and to the
  * inode table; path and path2 are the record's files (record_path). */
@@ -688,6 +677,25 @@ static int64_t record_ret(struct dc_consumer *c, struct dc_record *r, const stru
 	return ret;
 }
 
+/* The open call e made a new file (O_CREAT|O_EXCL, or O_TMPFILE's unnamed one), whose
+ * inode number may be that of a file freed earlier in the run (open(2)). */
+static int made_new(const struct dc_consumer *c, const struct dc_event *e)
+{
+	int flagsi = c->flags_arg[e->probe];
+	if (flagsi < 0)
+		return 0;
+	uint64_t fl = e->args[flagsi];
+	return (fl & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL) ||
+	       (fl & __O_TMPFILE) == __O_TMPFILE;
+}
+
+/* The open call e made an unnamed file (O_TMPFILE; open(2)). */
+static int unnamed(const struct dc_consumer *c, const struct dc_event *e)
+{
+	int flagsi = c->flags_arg[e->probe];
+	return flagsi >= 0 && (e->args[flagsi] & __O_TMPFILE) == __O_TMPFILE;
+}
+
 /* The name of the file (dev, ino) that an open reached by path `got`: the path the run
  * first saw it opened by (the inode table, dc_files_inode), while that name lives in the
  * run's history (got is a hard link of it: link(2)), else got. The history, not the file
@@ -699,6 +707,28 @@ static const char *one_name(uint64_t dev, uint64_t ino, const char *got, int fre
 {
 	const char *known = fresh ? NULL : dc_files_inode(dev, ino);
 	return known ? known : got;
+}
+
+/* The file that path (absolute) names when it is one of process pid's fds in /proc
+ * (/proc/self/fd/N, /proc/PID/fd/N: linkat's way to name an O_TMPFILE file, open(2)): the
+ * fd table's file for it at time ts, else NULL. */
+static const char *proc_fd_file(const struct dc_proc_files *pf, int pid, const char *path,
+				 uint64_t ts)
+{
+	char *end;
+	if (strncmp(path, "/proc/", 6))
+		return NULL;
+	path += 6;
+	if (!strncmp(path, "self/", 5))
+		path += 5;
+	else if (strtol(path, &end, 10) == pid && end != path && *end == '/')
+		path = end + 1;
+	else
+		return NULL;
+	if (strncmp(path, "fd/", 3) || path[3] < '0' || path[3] > '9')
+		return NULL;
+	long fd = strtol(path + 3, &end, 10);
+	return *end ? NULL : dc_files_fd_at(pf, fd, ts);
 }
 
 /* The second string of call e (epath2: rename's newpath, link's newpath, symlink's
@@ -731,6 +761,9 @@ static const char *second_path(struct dc_consumer *c, struct dc_proc_files *pf,
 	}
 	if (!abs)
 		return NULL;
+	const char *fdf = proc_fd_file(pf, r->pid, abs, e->ts);
+	if (fdf)
+		return dc_rec_keep(r, fdf, strlen(fdf));
 	const char *real = dc_files_real(r->pid, -1, 0, 0, abs, c->rpath2, sizeof(c->rpath2));
 	return dc_rec_keep(r, real, strlen(real));
 }
@@ -752,8 +785,11 @@ static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
 					   epath, c->path, sizeof(c->path));
 		/* the file's real path (symlinked directories resolved), with the name the
 		 * program gave kept as `pathname` when they differ */
-		const char *real = NULL;
-		if (r->path && f->effect == DC_FX_CHDIR && ret == 0) {
+		const char *real = NULL, *fdf = r->path ?
+			proc_fd_file(pf, r->pid, r->path, e->ts) : NULL;
+		if (fdf) { /* the fd's file itself */
+			real = fdf;
+		} else if (r->path && f->effect == DC_FX_CHDIR && ret == 0) {
 			/* a cwd: every component resolved (with the invoking user's rights
 			 * under sudo, as dc_files_real) */
 			dc_trust_enter_script();
@@ -765,6 +801,15 @@ static void record_path(struct dc_consumer *c, struct dc_proc_files *pf,
 			if (f->effect == DC_FX_OPEN && e->ino && ret >= 0)
 				real = one_name(e->dev, e->ino, real ? real : r->path,
 						made_new(c, e));
+			if (f->effect == DC_FX_OPEN && e->ino && ret >= 0 && unnamed(c, e)) {
+				/* O_TMPFILE: no name; the kernel's is DIR/#INO (fs/namei.c
+				 * vfs_tmpfile), as /proc/PID/fd shows it, less " (deleted)" */
+				char dir[sizeof(c->rpath)];
+				snprintf(dir, sizeof(dir), "%s", real ? real : r->path);
+				snprintf(c->rpath, sizeof(c->rpath), "%.*s/#%llu",
+					 (int)sizeof(dir) - 24, dir, (unsigned long long)e->ino);
+				real = c->rpath;
+			}
 		}
 		if (real && strcmp(real, r->path)) {
 			const char *given = dc_rec_keep(r, epath, strlen(epath));

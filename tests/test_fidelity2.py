@@ -25,6 +25,11 @@ DATA = r"(write|pwrite64|read|pread64|writev|readv|pwritev2?|preadv2?)"
 NAMES = {"pwrite64": "pwrite", "pread64": "pread"}
 
 
+def unnamed(path):
+    """An O_TMPFILE file's name, DIR/#INO: the inode number differs from run to run."""
+    return re.sub(r"/#\d+$", "/#INO", path)
+
+
 def tmpname(path):
     """git's object files (objects/XX/tmp_obj_XXXXXX: a random name in a directory named
     after the commit's hash, which has its time in it) differ from run to run: one name."""
@@ -36,15 +41,18 @@ def strace_files(cmd, under):
     """{(path, function): [calls, bytes moved]} of cmd's successful data calls on files
     under `under`, as strace -f -yy names each fd when the call is made."""
     log = os.path.join(dctest.workdir("fid2-strace-" + os.path.basename(under)), "s.log")
+    # (an unlinked file's name ends in "(deleted)": strace -yy shows what /proc/PID/fd does)
     r = subprocess.run(["strace", "-f", "-yy", "-s0", "-o", log] + cmd, capture_output=True,
                        text=True)
     equal(r.returncode, 0, "strace %s: exit status (%s)" % (cmd, r.stderr.strip()[-300:]))
     got = collections.defaultdict(lambda: [0, 0])
     with open(log) as f:
         for ln in f:
-            m = re.search(r"\b%s\((\d+)<([^>]*)>.*\)\s+=\s+(-?\d+)" % DATA, ln)
-            if m and m.group(3).startswith(under + "/") and int(m.group(4)) >= 0:
-                c = got[(tmpname(m.group(3)), NAMES.get(m.group(1), m.group(1)))]
+            m = re.search(r"\b%s\((\d+)<([^>]*)>(?:\(deleted\))?.*\)\s+=\s+(-?\d+)" % DATA,
+                          ln)
+            path = m.group(3) if m else ""
+            if m and path.startswith(under + "/") and int(m.group(4)) >= 0:
+                c = got[(unnamed(tmpname(path)), NAMES.get(m.group(1), m.group(1)))]
                 c[0] += 1
                 c[1] += int(m.group(4))
     return dict(got)
@@ -67,7 +75,7 @@ def traced_files(cmd, under, mode, name):
                 not re.fullmatch(DATA, e["name"].replace("pwrite", "pwrite64").replace(
                     "pread", "pread64") if e["name"] in ("pwrite", "pread") else e["name"]):
             continue
-        c = got[(tmpname(f), e["name"])]
+        c = got[(unnamed(tmpname(f)), e["name"])]
         if e["ph"] == "C":
             c[0] += a["count"]
             c[1] += analysis.counter_bytes(a)
@@ -134,4 +142,14 @@ compare("git", ["sh", "-c", script], work, ("trace",), seed=repo)
 v2 = os.path.join(base, "v2")
 compare("v2", [PROG, "v2", v2], v2, ("trace", "profile"),
         want={(v2 + "/v", "pwritev2"): [2, 3500], (v2 + "/v", "preadv2"): [2, 4500]})
+# 3. O_TMPFILE: an unnamed file is DIR/#INO, as the kernel names it, before and after
+# linkat names it (the fd keeps its name: /proc/PID/fd and strace say so); the linkat
+# itself is on that file and the new name (fhash2), kept by io_posix.lua's /proc filter
+tmp = os.path.join(base, "tmpfile")
+compare("tmpfile", [PROG, "tmpfile", tmp], tmp, ("trace", "profile"),
+        want={(tmp + "/#INO", "write"): [3, 4246]})
+t = analysis.Trace(os.path.join(dctest.TEST_OUT, "fid2-tmpfile-trace", "t.pfw.gz"))
+links = [(unnamed(t.file(e["args"])), t.files.get(e["args"].get("fhash2")))
+         for e in t.events if e.get("name") == "linkat"]
+equal(links, [(tmp + "/#INO", tmp + "/named")], "tmpfile: linkat names the file and its name")
 dctest.finish()
