@@ -22,6 +22,8 @@ SERIES = {
     "6.12": re.compile(r"^linux-image-(6\.12\.\d+)\+deb12-cloud-amd64$"),
 }
 QEMU = "qemu-system-x86_64"
+# the checkout this file is in: the tests the guest runs are read from it
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VIRTIOFSD = "/usr/lib/qemu/virtiofsd"
 BUSYBOX = "/bin/busybox"
 # the modules the guest's /init needs for virtiofs, in load order (built in on 6.12, but
@@ -57,10 +59,16 @@ poweroff -f
 # What guest.sh does before the caller's script: the file systems a run needs, and the
 # build directory copied into memory at its own path (its programs and test output must be
 # on a writable file system whose device and inode numbers /proc/PID/maps agrees with).
+# The source tree and the build are set aside before /tmp gets its own tmpfs, and put back
+# at their paths after, so that a checkout under /tmp works too.
 PRELUDE = """set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export PYTHONDONTWRITEBYTECODE=1 HOME=/tmp
+mkdir -p /run/src /run/build
+mount --bind {src} /run/src
+tar -C {build} --exclude=./test-out --exclude=./viewer -cf - . | tar -C /run/build -xf -
 mount -t tmpfs -o mode=1777 tmpfs /tmp
+mkdir -p {src} 2>/dev/null; mount --bind /run/src {src}
 mkdir -p /dev/shm && mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 mkdir -p /dev/pts && mount -t devpts devpts /dev/pts
 mount -t tracefs nodev /sys/kernel/tracing
@@ -68,9 +76,7 @@ mount -t debugfs nodev /sys/kernel/debug 2>/dev/null || true
 mount -t bpf bpf /sys/fs/bpf
 hostname {hostname}
 ip link set lo up  # MPI's launchers talk over loopback
-mkdir -p /run/build
-tar -C {build} --exclude=./test-out --exclude=./viewer -cf - . | tar -C /run/build -xf -
-mount --bind /run/build {build}
+mkdir -p {build} 2>/dev/null; mount --bind /run/build {build}
 mkdir -p {build}/test-out
 cd {build}
 """
@@ -188,7 +194,8 @@ def boot(k, workdir, script, build, hostname="vm", mem_mb=3072, timeout=3600):
     out = os.path.join(workdir, "out")
     os.makedirs(out)
     with open(os.path.join(out, "guest.sh"), "w") as f:
-        f.write(PRELUDE.format(hostname=shlex.quote(hostname), build=shlex.quote(build)))
+        f.write(PRELUDE.format(hostname=shlex.quote(hostname), build=shlex.quote(build),
+                               src=shlex.quote(SRC)))
         f.write(script)
     initrd = os.path.join(workdir, "initrd.gz")
     initramfs(k, initrd)
