@@ -310,6 +310,26 @@ struct decoded {
 };
 
 
+/* The `uint flags` argument of call e (open's), 0 when its probe has none. */
+static uint64_t flags_of(const struct dc_consumer *c, const struct dc_event *e)
+{
+	int flagsi = c->flags_arg[e->probe];
+	return flagsi >= 0 ? e->args[flagsi] : 0;
+}
+
+/* The open call e made an unnamed file (O_TMPFILE; open(2)). */
+static int unnamed(const struct dc_consumer *c, const struct dc_event *e)
+{
+	return (flags_of(c, e) & __O_TMPFILE) == __O_TMPFILE;
+}
+
+/* The open call e made a new file (O_CREAT|O_EXCL, or O_TMPFILE's unnamed one), whose
+ * inode number may be that of a file freed earlier in the run (open(2)). */
+static int made_new(const struct dc_consumer *c, const struct dc_event *e)
+{
+	return (flags_of(c, e) & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL) || unnamed(c, e);
+}
+
 /* Applies what a successful call does to the process's fds, handles and cwd, and to the
  * inode table; path and path2 are the record's files (record_path). */
 static void apply_effect(struct dc_consumer *c, struct dc_proc_files *pf,
@@ -394,8 +414,7 @@ static void apply_effect(struct dc_consumer *c, struct dc_proc_files *pf,
 			dc_files_unmap(pf, e->args[d->addri], e->args[d->sizei]);
 		break;
 	case DC_FX_RENAME: /* RENAME_EXCHANGE: include/uapi/linux/fs.h */
-		dc_files_renamed(path, path2, c->flags_arg[e->probe] >= 0 &&
-				 (e->args[c->flags_arg[e->probe]] & 2));
+		dc_files_renamed(path, path2, !!(flags_of(c, e) & 2));
 		break;
 	case DC_FX_UNLINK:
 		dc_files_unlinked(path);
@@ -675,25 +694,6 @@ static int64_t record_ret(struct dc_consumer *c, struct dc_record *r, const stru
 		dc_rec_intq(r, "ret", c->qk[QK_RET], ret);
 	}
 	return ret;
-}
-
-/* The open call e made a new file (O_CREAT|O_EXCL, or O_TMPFILE's unnamed one), whose
- * inode number may be that of a file freed earlier in the run (open(2)). */
-static int made_new(const struct dc_consumer *c, const struct dc_event *e)
-{
-	int flagsi = c->flags_arg[e->probe];
-	if (flagsi < 0)
-		return 0;
-	uint64_t fl = e->args[flagsi];
-	return (fl & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL) ||
-	       (fl & __O_TMPFILE) == __O_TMPFILE;
-}
-
-/* The open call e made an unnamed file (O_TMPFILE; open(2)). */
-static int unnamed(const struct dc_consumer *c, const struct dc_event *e)
-{
-	int flagsi = c->flags_arg[e->probe];
-	return flagsi >= 0 && (e->args[flagsi] & __O_TMPFILE) == __O_TMPFILE;
 }
 
 /* The name of the file (dev, ino) that an open reached by path `got`: the path the run

@@ -23,6 +23,8 @@ PROG = os.environ["PROG_FID2"]
 DATA = r"(write|pwrite64|read|pread64|writev|readv|pwritev2?|preadv2?)"
 # strace's name -> the POSIX layer's event name (the glibc function the call is)
 NAMES = {"pwrite64": "pwrite", "pread64": "pread"}
+EVENTS = {"write", "pwrite", "read", "pread", "writev", "readv", "pwritev", "pwritev2",
+          "preadv", "preadv2"}  # DATA's calls by their event names
 
 
 def unnamed(path):
@@ -71,9 +73,8 @@ def traced_files(cmd, under, mode, name):
     for e in t.events:
         a = e.get("args") or {}
         f = t.file(a)
-        if e.get("cat") != "POSIX" or not f or not f.startswith(under + "/") or \
-                not re.fullmatch(DATA, e["name"].replace("pwrite", "pwrite64").replace(
-                    "pread", "pread64") if e["name"] in ("pwrite", "pread") else e["name"]):
+        if e.get("cat") != "POSIX" or e["name"] not in EVENTS or not f or \
+                not f.startswith(under + "/"):
             continue
         c = got[(unnamed(tmpname(f)), e["name"])]
         if e["ph"] == "C":
